@@ -1,0 +1,23 @@
+//! Configuration: from a `mm2.properties` file to the settings each connector and client uses.
+//!
+//! The flow mirrors MM2's `MirrorMakerConfig`:
+//! 1. [`properties`] reads the file exactly like `java.util.Properties.load`.
+//! 2. [`mm2`] resolves top-level, cluster-scoped (`A.`) and flow-scoped (`A->B.`) keys into
+//!    herder pairs, cluster props, worker configs and connector base configs.
+//! 3. [`connector`] turns a connector config into typed settings with MM2's defaults, derives
+//!    per-role client configs, and validates.
+//! 4. [`providers`] resolves `${env:NAME}` and `${file:path:key}` where MM2 resolves them.
+
+pub mod connector;
+pub mod error;
+pub mod mm2;
+pub mod properties;
+pub mod providers;
+pub mod values;
+
+pub use error::ConfigError;
+pub use mm2::{ConnectorKind, MirrorMakerConfig, SourceAndTarget};
+pub use properties::Properties;
+
+/// A resolved key/value map. Ordered so output (plan, task configs) is deterministic.
+pub type Props = std::collections::BTreeMap<String, String>;

@@ -1,0 +1,21 @@
+//! mirrorslice: Kafka MirrorMaker 2 as a bounded-time batch job.
+//!
+//! The library holds all logic; `src/main.rs` (the CLI) and `functions/*` (Lambda) stay thin.
+//! Module names follow MM2's own concepts so an MM2 user can find each one:
+//!
+//! * [`config`]  — `mm2.properties` parsing and MM2's config resolution, herder pairs.
+//! * [`policy`]  — replication policies (remote topic naming, cycle detection).
+//! * [`filter`]  — topic, group and config-property filters.
+//! * [`wire`]    — byte formats shared with Java MM2 (offset syncs, checkpoints, heartbeats,
+//!   Connect offsets, Kafka's murmur2 partitioner).
+//! * [`kafka`]   — client construction from resolved settings, and admin queries.
+//! * [`plan`]    — what a config will do, before anything runs (`mirrorslice plan`).
+
+pub mod config;
+pub mod connectors;
+pub mod filter;
+pub mod kafka;
+pub mod mirror_client;
+pub mod plan;
+pub mod policy;
+pub mod wire;
