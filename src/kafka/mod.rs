@@ -1,0 +1,61 @@
+//! Kafka clients built from resolved MM2 settings.
+//!
+//! MM2 builds every client from a per-role Java config (mm2-compat §2.6). We keep that model:
+//! callers pass the Java-named [`Props`] for one role, [`client_config::translate`] maps it to
+//! librdkafka names, and errors always name the role (`A->B|MirrorSourceConnector|…`), so a bad
+//! `A.consumer.*` key is traced back to where it came from.
+
+pub mod client_config;
+pub mod admin_ext;
+pub mod cluster;
+
+use crate::config::Props;
+use rdkafka::config::ClientConfig;
+use rdkafka::error::KafkaError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("client {role}: unsupported setting {source}")]
+    Unsupported {
+        role: String,
+        #[source]
+        source: client_config::UnsupportedSetting,
+    },
+    #[error("client {role}: {source}")]
+    Build {
+        role: String,
+        #[source]
+        source: KafkaError,
+    },
+    #[error("cluster {cluster} ({bootstrap}): {what}: {message}")]
+    Request {
+        cluster: String,
+        bootstrap: String,
+        what: String,
+        message: String,
+    },
+}
+
+/// librdkafka config for one client role, from that role's Java-named settings.
+pub fn client_config(role: &str, java: &Props) -> Result<ClientConfig, ClientError> {
+    let translated = client_config::translate(java).map_err(|source| ClientError::Unsupported {
+        role: role.to_string(),
+        source,
+    })?;
+    if !translated.ignored.is_empty() {
+        tracing::debug!(role, ignored = ?translated.ignored, "Java-only client settings ignored");
+    }
+    let mut config = ClientConfig::new();
+    for (k, v) in &translated.settings {
+        config.set(k, v);
+    }
+    Ok(config)
+}
+
+/// Map a client-creation failure to an error naming the role (librdkafka names the key).
+pub fn build_error(role: &str, source: KafkaError) -> ClientError {
+    ClientError::Build {
+        role: role.to_string(),
+        source,
+    }
+}
