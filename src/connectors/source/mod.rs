@@ -1,0 +1,3 @@
+//! MirrorSourceConnector and MirrorSourceTask (mm2-compat §6, §7).
+
+pub mod offset_sync_writer;

@@ -1,0 +1,292 @@
+//! Offset-sync emission (mm2-compat §7.5, `OffsetSyncWriter`).
+//!
+//! Offset syncs link an upstream offset to the downstream offset it was written at; the
+//! checkpoint task translates consumer-group offsets with them. Emitting one per record would
+//! flood the topic, so MM2 emits a sync only when translation would otherwise go wrong or stale:
+//! the first record, a downstream lag of `offset.lag.max` since the last sync, an upstream gap
+//! (compaction, transaction markers, a rewind) or a downstream regression. Every other update
+//! is kept as *delayed* and promoted at each offset commit, so the latest pair of every
+//! partition reaches the topic at least once per commit (KAFKA-15906).
+//!
+//! This module is pure bookkeeping: it decides *what* to send. The task owns the producer,
+//! sends [`OffsetSyncWriter::take_pending`] and acknowledges sends with
+//! [`OffsetSyncWriter::send_completed`], which enforces MM2's bound of in-flight sends.
+
+use crate::wire::offset_sync::OffsetSync;
+use std::collections::BTreeMap;
+
+/// MM2's bound on offset-sync sends in flight (`MAX_OUTSTANDING_OFFSET_SYNCS`).
+pub const MAX_OUTSTANDING_OFFSET_SYNCS: usize = 10;
+
+type TopicPartition = (String, i32);
+
+/// Per-partition emission state (`PartitionState` in MM2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionState {
+    previous_upstream: i64,
+    previous_downstream: i64,
+    last_sync_downstream: i64,
+    should_sync: bool,
+    max_offset_lag: i64,
+}
+
+impl PartitionState {
+    pub fn new(max_offset_lag: i64) -> Self {
+        PartitionState {
+            previous_upstream: -1,
+            previous_downstream: -1,
+            last_sync_downstream: -1,
+            should_sync: false,
+            max_offset_lag,
+        }
+    }
+
+    /// Record that `upstream` was written at `downstream`; true when a sync is due. The flag is
+    /// sticky until [`reset`](Self::reset).
+    pub fn update(&mut self, upstream: i64, downstream: i64) -> bool {
+        let first = self.last_sync_downstream == -1;
+        let too_stale = downstream - (self.last_sync_downstream + 1) >= self.max_offset_lag;
+        let upstream_gap = upstream - self.previous_upstream != 1;
+        let downstream_regressed = downstream < self.previous_downstream;
+        if first || too_stale || upstream_gap || downstream_regressed {
+            self.should_sync = true;
+            self.last_sync_downstream = downstream;
+        }
+        self.previous_upstream = upstream;
+        self.previous_downstream = downstream;
+        self.should_sync
+    }
+
+    pub fn reset(&mut self) {
+        self.should_sync = false;
+    }
+
+    pub fn last_sync_downstream(&self) -> i64 {
+        self.last_sync_downstream
+    }
+}
+
+/// Decides which offset syncs to send, per source partition (`OffsetSyncWriter` in MM2).
+#[derive(Debug)]
+pub struct OffsetSyncWriter {
+    max_offset_lag: i64,
+    states: BTreeMap<TopicPartition, PartitionState>,
+    /// Syncs due now; insertion order is send order, latest per partition wins.
+    pending: Vec<OffsetSync>,
+    /// Syncs not yet due; promoted at every commit.
+    delayed: BTreeMap<TopicPartition, OffsetSync>,
+    in_flight: usize,
+    max_in_flight: usize,
+}
+
+impl OffsetSyncWriter {
+    pub fn new(max_offset_lag: i64) -> Self {
+        Self::with_max_in_flight(max_offset_lag, MAX_OUTSTANDING_OFFSET_SYNCS)
+    }
+
+    pub fn with_max_in_flight(max_offset_lag: i64, max_in_flight: usize) -> Self {
+        OffsetSyncWriter {
+            max_offset_lag,
+            states: BTreeMap::new(),
+            pending: Vec::new(),
+            delayed: BTreeMap::new(),
+            in_flight: 0,
+            max_in_flight,
+        }
+    }
+
+    /// Called for every acknowledged record (`maybeQueueOffsetSyncs`).
+    pub fn record_written(&mut self, topic: &str, partition: i32, upstream: i64, downstream: i64) {
+        let tp = (topic.to_string(), partition);
+        let max_lag = self.max_offset_lag;
+        let state = self
+            .states
+            .entry(tp.clone())
+            .or_insert_with(|| PartitionState::new(max_lag));
+        let sync = OffsetSync {
+            topic: tp.0.clone(),
+            partition,
+            upstream_offset: upstream,
+            downstream_offset: downstream,
+        };
+        if state.update(upstream, downstream) {
+            state.reset();
+            self.delayed.remove(&tp);
+            self.queue_pending(sync);
+        } else {
+            self.delayed.insert(tp, sync);
+        }
+    }
+
+    fn queue_pending(&mut self, sync: OffsetSync) {
+        // A map keyed by partition in MM2 (LinkedHashMap): the latest sync replaces an earlier
+        // one in place, keeping the partition's original position in the send order.
+        if let Some(existing) = self
+            .pending
+            .iter_mut()
+            .find(|s| s.topic == sync.topic && s.partition == sync.partition)
+        {
+            *existing = sync;
+        } else {
+            self.pending.push(sync);
+        }
+    }
+
+    /// At every offset commit: every delayed sync becomes pending (`promoteDelayedOffsetSyncs`).
+    pub fn promote_delayed(&mut self) {
+        let delayed = std::mem::take(&mut self.delayed);
+        for (_, sync) in delayed {
+            self.queue_pending(sync);
+        }
+    }
+
+    /// The syncs to send now, limited by the in-flight bound (`firePendingOffsetSyncs`). Each
+    /// returned sync counts as in flight until [`send_completed`](Self::send_completed).
+    pub fn take_pending(&mut self) -> Vec<OffsetSync> {
+        let room = self.max_in_flight.saturating_sub(self.in_flight);
+        let n = room.min(self.pending.len());
+        self.in_flight += n;
+        self.pending.drain(..n).collect()
+    }
+
+    /// Take every pending sync regardless of the in-flight bound: used at the end of a slice,
+    /// when the task flushes its producer and waits for all of them anyway.
+    pub fn take_all_pending(&mut self) -> Vec<OffsetSync> {
+        self.in_flight += self.pending.len();
+        std::mem::take(&mut self.pending)
+    }
+
+    /// A send finished (successfully or not: MM2 only logs failed syncs).
+    pub fn send_completed(&mut self) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+    }
+
+    pub fn pending(&self) -> &[OffsetSync] {
+        &self.pending
+    }
+
+    pub fn has_delayed(&self) -> bool {
+        !self.delayed.is_empty()
+    }
+
+    pub fn partition_state(&self, topic: &str, partition: i32) -> Option<&PartitionState> {
+        self.states.get(&(topic.to_string(), partition))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // §7.5 worked example with offset.lag.max=50, and §12.5 #52.
+    #[test]
+    fn partition_state_worked_example() {
+        let mut s = PartitionState::new(50);
+        let cases = [
+            ((0, 100), true),
+            ((2, 102), true),
+            ((3, 152), false),
+            ((4, 153), true),
+            ((5, 154), false),
+            ((6, 203), false),
+            ((7, 204), true),
+            ((2, 206), true),
+            ((3, 207), false),
+            ((4, 3), true),
+            ((5, 4), false),
+        ];
+        for ((up, down), expected) in cases {
+            let got = s.update(up, down);
+            assert_eq!(got, expected, "update({up}, {down})");
+            if got {
+                s.reset();
+            }
+        }
+    }
+
+    // §12.5 #52: the flag is sticky until reset.
+    #[test]
+    fn partition_state_flag_is_sticky() {
+        let mut s = PartitionState::new(50);
+        assert!(s.update(0, 100));
+        s.reset();
+        assert!(s.update(7, 6)); // gap and downstream regression
+        assert!(s.update(7, 6));
+        assert!(s.update(8, 7));
+        assert!(s.update(10, 57));
+        s.reset();
+        assert!(!s.update(11, 58));
+    }
+
+    // §12.5 #53
+    #[test]
+    fn zero_lag_syncs_every_record() {
+        let mut s = PartitionState::new(0);
+        for i in 0..20 {
+            assert!(s.update(i, i + 1000), "record {i}");
+            s.reset();
+        }
+    }
+
+    // §12.5 #54
+    #[test]
+    fn writer_pending_versus_delayed() {
+        let mut w = OffsetSyncWriter::new(2);
+        w.record_written("t", 0, 0, 1);
+        assert_eq!(w.pending().len(), 1);
+        assert_eq!(w.partition_state("t", 0).unwrap().last_sync_downstream(), 1);
+        w.record_written("t", 0, 1, 2);
+        assert_eq!(w.pending().len(), 1, "second record is delayed, not pending");
+        assert!(w.has_delayed());
+        assert_eq!(w.partition_state("t", 0).unwrap().last_sync_downstream(), 1);
+    }
+
+    // §12.5 #55: the in-flight bound holds back pending syncs.
+    #[test]
+    fn writer_respects_in_flight_bound() {
+        let mut w = OffsetSyncWriter::with_max_in_flight(1, 1);
+        w.record_written("t", 0, 0, 100);
+        assert_eq!(w.take_pending().len(), 1);
+        w.record_written("t", 0, 2, 102);
+        assert!(w.take_pending().is_empty(), "first send still in flight");
+        assert_eq!(w.pending().len(), 1);
+        w.send_completed();
+        let sent = w.take_pending();
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].upstream_offset, 2);
+        assert_eq!(sent[0].downstream_offset, 102);
+    }
+
+    // §12.5 #56
+    #[test]
+    fn promote_moves_latest_delayed_to_pending() {
+        let mut w = OffsetSyncWriter::new(50);
+        w.record_written("t", 0, 0, 100);
+        let first = w.take_pending();
+        assert_eq!(first.len(), 1);
+        w.send_completed();
+        w.record_written("t", 0, 1, 101);
+        w.promote_delayed();
+        assert!(!w.has_delayed());
+        let pending = w.pending();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(
+            (pending[0].upstream_offset, pending[0].downstream_offset),
+            (1, 101)
+        );
+    }
+
+    #[test]
+    fn latest_pending_per_partition_keeps_its_position() {
+        let mut w = OffsetSyncWriter::new(0);
+        w.record_written("a", 0, 0, 0);
+        w.record_written("b", 0, 0, 0);
+        w.record_written("a", 0, 1, 1);
+        let order: Vec<(String, i64)> = w
+            .pending()
+            .iter()
+            .map(|s| (s.topic.clone(), s.upstream_offset))
+            .collect();
+        assert_eq!(order, vec![("a".into(), 1), ("b".into(), 0)]);
+    }
+}
