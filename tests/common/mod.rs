@@ -1,0 +1,428 @@
+//! Integration-test harness shared by every `tests/*.rs` file (`mod common;`).
+//!
+//! Why it exists: MM2 compatibility can only be shown against real Kafka-protocol brokers, so
+//! each test talks to the local stack from `infra/local/stack.sh` — two tansu brokers standing in
+//! for clusters A and B, and moto as the DynamoDB endpoint for leases. The stack is started at
+//! most once per test process ([`stack`]); the script's `flock` makes concurrent test binaries
+//! safe. The brokers are shared by all tests, so every test names its topics, groups and tables
+//! with [`unique`] and never depends on what another test wrote.
+//!
+//! The Kafka helpers use the same `rdkafka` client as the crate, but stay deliberately plain
+//! (no consumer group, no retries beyond librdkafka's own) so a test failure points at the code
+//! under test, not at the harness. Consumers here never set `group.id`: tests of checkpoint and
+//! offset translation list consumer groups, and a harness group would show up in them.
+//!
+//! tansu quirk to keep in mind: ListOffsets(LATEST) — rdkafka's `fetch_watermarks` — answers
+//! the last batch's base offset + 1, which trails the log end by up to that batch's size; the
+//! high watermark in Fetch responses is right. So [`consume_all`] stops on partition EOF (from
+//! Fetch), and [`consume_n`] waits for an expected count without looking at watermarks.
+#![allow(dead_code)] // each test binary uses a different subset of the helpers
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::{Header, Headers, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{ClientConfig, Message, Offset, Timestamp, TopicPartitionList};
+
+/// How long a single broker request from the harness may take before the test fails.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Addresses of the running local stack.
+#[derive(Debug, Clone)]
+pub struct Stack {
+    /// Bootstrap servers of cluster A (`host:port`).
+    pub a: String,
+    /// Bootstrap servers of cluster B (`host:port`).
+    pub b: String,
+    /// DynamoDB endpoint URL (`http://host:port`), as in `AWS_ENDPOINT_URL_DYNAMODB`.
+    pub dynamodb: String,
+}
+
+impl Stack {
+    /// Environment for a child process (`mirrorslice` CLI) or an AWS SDK client: the same
+    /// variables `stack.sh env` prints. Passed explicitly rather than set in this process,
+    /// because `setenv` races with librdkafka's threads reading the environment.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("MIRRORSLICE_STACK_A", self.a.clone()),
+            ("MIRRORSLICE_STACK_B", self.b.clone()),
+            ("AWS_ENDPOINT_URL_DYNAMODB", self.dynamodb.clone()),
+            ("AWS_REGION", "us-east-1".to_string()),
+            ("AWS_ACCESS_KEY_ID", "test".to_string()),
+            ("AWS_SECRET_ACCESS_KEY", "test".to_string()),
+        ]
+    }
+}
+
+/// Path of the stack script, independent of the test's working directory.
+pub fn stack_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("infra/local/stack.sh")
+}
+
+/// Starts the local stack once per test process and returns its addresses.
+///
+/// Ports follow `MIRRORSLICE_STACK_A_PORT`, `MIRRORSLICE_STACK_B_PORT` and
+/// `MIRRORSLICE_STACK_DYNAMODB_PORT`, as in the script (which inherits them). With
+/// `MIRRORSLICE_STACK_EXTERNAL=1` the script is not run and `MIRRORSLICE_STACK_A`,
+/// `MIRRORSLICE_STACK_B` and `AWS_ENDPOINT_URL_DYNAMODB` name brokers managed elsewhere.
+pub fn stack() -> &'static Stack {
+    static STACK: OnceLock<Stack> = OnceLock::new();
+    STACK.get_or_init(|| {
+        if std::env::var("MIRRORSLICE_STACK_EXTERNAL").as_deref() == Ok("1") {
+            let var = |k: &str| {
+                std::env::var(k)
+                    .unwrap_or_else(|_| panic!("MIRRORSLICE_STACK_EXTERNAL=1 needs {k} set"))
+            };
+            return Stack {
+                a: var("MIRRORSLICE_STACK_A"),
+                b: var("MIRRORSLICE_STACK_B"),
+                dynamodb: var("AWS_ENDPOINT_URL_DYNAMODB"),
+            };
+        }
+        let script = stack_script();
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg("up")
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+        if !out.status.success() {
+            panic!(
+                "{} up failed ({}):\n--- stdout ---\n{}\n--- stderr ---\n{}",
+                script.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let port = |k: &str, default: u16| -> u16 {
+            match std::env::var(k) {
+                Ok(v) => v
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{k}={v} is not a port")),
+                Err(_) => default,
+            }
+        };
+        Stack {
+            a: format!("127.0.0.1:{}", port("MIRRORSLICE_STACK_A_PORT", 19092)),
+            b: format!("127.0.0.1:{}", port("MIRRORSLICE_STACK_B_PORT", 29092)),
+            dynamodb: format!(
+                "http://127.0.0.1:{}",
+                port("MIRRORSLICE_STACK_DYNAMODB_PORT", 18000)
+            ),
+        }
+    })
+}
+
+/// A name no other test (in this or a parallel test process, or an earlier run against the
+/// same brokers) uses: `prefix-<pid>-<counter>-<time>`. Only `[a-zA-Z0-9-]` are added, so the
+/// result is a legal topic, group and table name, and contains no `.` that MM2's default
+/// replication policy would read as a separator.
+pub fn unique(prefix: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let micros = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock before 1970")
+        .as_micros();
+    // Low 32 bits of microseconds: distinct across runs, short enough to read in a failure.
+    format!("{prefix}-{}-{n}-{:x}", std::process::id(), micros as u32)
+}
+
+/// The `mirrorslice` CLI binary built for this test run.
+pub fn mirrorslice_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_mirrorslice"))
+}
+
+/// A record to produce. `None` key/value are Kafka nulls (distinct from empty); headers keep
+/// their order and may repeat keys; `timestamp: None` lets the producer stamp it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestRecord {
+    pub partition: i32,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub headers: Vec<(String, Option<Vec<u8>>)>,
+    pub timestamp: Option<i64>,
+}
+
+impl TestRecord {
+    /// A record with a key and value and nothing else, for tests that only count records.
+    pub fn kv(partition: i32, key: &str, value: &str) -> Self {
+        TestRecord {
+            partition,
+            key: Some(key.as_bytes().to_vec()),
+            value: Some(value.as_bytes().to_vec()),
+            headers: Vec::new(),
+            timestamp: None,
+        }
+    }
+}
+
+/// A record read back from a broker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumedRecord {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub headers: Vec<(String, Option<Vec<u8>>)>,
+    pub timestamp: Timestamp,
+}
+
+impl ConsumedRecord {
+    /// The produce-side view of this record, for comparing with what a test produced.
+    /// The timestamp is `Some` for both CreateTime and LogAppendTime.
+    pub fn to_test_record(&self) -> TestRecord {
+        TestRecord {
+            partition: self.partition,
+            key: self.key.clone(),
+            value: self.value.clone(),
+            headers: self.headers.clone(),
+            timestamp: self.timestamp.to_millis(),
+        }
+    }
+}
+
+fn client_config(bootstrap: &str) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", bootstrap)
+        .set("client.id", "mirrorslice-test-harness");
+    c
+}
+
+/// Runs blocking librdkafka calls off the async runtime (tests use a current-thread runtime
+/// by default), re-raising a panic with its original message.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(v) => v,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
+}
+
+/// Creates `topic` with `partitions` partitions (replication factor 1) and the given topic
+/// configs, and waits until metadata shows every partition. Panics if creation fails.
+pub async fn create_topic(bootstrap: &str, topic: &str, partitions: i32, configs: &[(&str, &str)]) {
+    let admin: AdminClient<DefaultClientContext> =
+        client_config(bootstrap).create().expect("admin client");
+    let mut new_topic = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
+    for (k, v) in configs {
+        new_topic = new_topic.set(k, v);
+    }
+    let opts = AdminOptions::new().operation_timeout(Some(REQUEST_TIMEOUT));
+    let results = admin
+        .create_topics([&new_topic], &opts)
+        .await
+        .unwrap_or_else(|e| panic!("create topic {topic} on {bootstrap}: {e}"));
+    for r in results {
+        if let Err((name, code)) = r {
+            panic!("create topic {name} on {bootstrap}: {code:?}");
+        }
+    }
+    let (bootstrap, topic) = (bootstrap.to_string(), topic.to_string());
+    blocking(move || {
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        loop {
+            if partition_count(&bootstrap, &topic) == Some(partitions) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "topic {topic} on {bootstrap} did not show {partitions} partitions in metadata"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    })
+    .await
+}
+
+/// Partition count of `topic` from a metadata request, `None` if the broker does not know it.
+/// Blocking.
+pub fn partition_count(bootstrap: &str, topic: &str) -> Option<i32> {
+    let consumer: BaseConsumer = client_config(bootstrap)
+        .set("allow.auto.create.topics", "false")
+        .create()
+        .expect("metadata client");
+    let md = consumer.fetch_metadata(Some(topic), REQUEST_TIMEOUT).ok()?;
+    let t = md.topics().iter().find(|t| t.name() == topic)?;
+    if t.error().is_some() || t.partitions().is_empty() {
+        return None;
+    }
+    Some(t.partitions().len() as i32)
+}
+
+/// Produces `records` in order and waits for every delivery report; panics on any failure.
+/// Returns the `(partition, offset)` each record was written at, in input order.
+pub async fn produce(bootstrap: &str, topic: &str, records: &[TestRecord]) -> Vec<(i32, i64)> {
+    let producer: FutureProducer = client_config(bootstrap)
+        .set("message.timeout.ms", "30000")
+        // One in-flight request keeps per-partition order even across retries.
+        .set("max.in.flight.requests.per.connection", "1")
+        .create()
+        .expect("producer");
+    let mut pending = Vec::with_capacity(records.len());
+    for (i, r) in records.iter().enumerate() {
+        let mut headers = OwnedHeaders::new_with_capacity(r.headers.len());
+        for (k, v) in &r.headers {
+            headers = headers.insert(Header {
+                key: k.as_str(),
+                value: v.as_deref(),
+            });
+        }
+        let mut rec: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic)
+            .partition(r.partition)
+            .headers(headers);
+        if let Some(k) = &r.key {
+            rec = rec.key(k.as_slice());
+        }
+        if let Some(v) = &r.value {
+            rec = rec.payload(v.as_slice());
+        }
+        if let Some(ts) = r.timestamp {
+            rec = rec.timestamp(ts);
+        }
+        match producer.send_result(rec) {
+            Ok(f) => pending.push(f),
+            Err((e, _)) => panic!("enqueue record #{i} for {topic} on {bootstrap}: {e}"),
+        }
+    }
+    let mut positions = Vec::with_capacity(pending.len());
+    for (i, f) in pending.into_iter().enumerate() {
+        match f.await {
+            Ok(Ok(d)) => positions.push((d.partition, d.offset)),
+            Ok(Err((e, _))) => panic!("deliver record #{i} to {topic} on {bootstrap}: {e}"),
+            Err(_) => panic!("delivery of record #{i} to {topic} on {bootstrap} was cancelled"),
+        }
+    }
+    positions
+}
+
+fn assigned_consumer(bootstrap: &str, topic: &str, partitions: i32, eof: bool) -> BaseConsumer {
+    let consumer: BaseConsumer = client_config(bootstrap)
+        .set("enable.partition.eof", if eof { "true" } else { "false" })
+        // librdkafka's assign() needs a group handle, but with assign (no subscribe) and no
+        // commits the group is never joined, so it does not appear in group listings.
+        .set("group.id", unique("harness"))
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("allow.auto.create.topics", "false")
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..partitions {
+        tpl.add_partition_offset(topic, p, Offset::Beginning)
+            .expect("assignment");
+    }
+    consumer.assign(&tpl).expect("assign");
+    consumer
+}
+
+fn to_consumed<M: Message>(m: &M) -> ConsumedRecord {
+    ConsumedRecord {
+        topic: m.topic().to_string(),
+        partition: m.partition(),
+        offset: m.offset(),
+        key: m.key().map(<[u8]>::to_vec),
+        value: m.payload().map(<[u8]>::to_vec),
+        headers: m
+            .headers()
+            .map(|hs| {
+                hs.iter()
+                    .map(|h| (h.key.to_string(), h.value.map(<[u8]>::to_vec)))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        timestamp: m.timestamp(),
+    }
+}
+
+fn sort_records(records: &mut [ConsumedRecord]) {
+    records.sort_by_key(|r| (r.partition, r.offset));
+}
+
+/// Every record in partitions `0..partitions` of `topic`, from the log start to the end the
+/// broker reports in its fetch responses, sorted by (partition, offset).
+///
+/// "End" is librdkafka's partition-EOF event, which comes from the high watermark in Fetch
+/// responses. tansu gets that one right but answers ListOffsets(LATEST) — what
+/// `fetch_watermarks` asks — with the last batch's *base* offset + 1, so comparing positions
+/// with `fetch_watermarks` would stop early. When the count is known, [`consume_n`] is simpler.
+pub async fn consume_all(bootstrap: &str, topic: &str, partitions: i32) -> Vec<ConsumedRecord> {
+    let (bootstrap, topic) = (bootstrap.to_string(), topic.to_string());
+    blocking(move || {
+        let consumer = assigned_consumer(&bootstrap, &topic, partitions, true);
+        let mut at_end = vec![false; partitions as usize];
+        let mut out = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !at_end.iter().all(|e| *e) {
+            assert!(
+                Instant::now() < deadline,
+                "consume_all {topic} on {bootstrap}: partitions at end {at_end:?} after 30s"
+            );
+            match consumer.poll(Duration::from_millis(100)) {
+                None => {}
+                Some(Err(KafkaError::PartitionEOF(p))) => at_end[p as usize] = true,
+                Some(Err(e)) => panic!("consume {topic} on {bootstrap}: {e}"),
+                Some(Ok(m)) => {
+                    at_end[m.partition() as usize] = false;
+                    out.push(to_consumed(&m));
+                }
+            }
+        }
+        sort_records(&mut out);
+        out
+    })
+    .await
+}
+
+/// Reads `topic` (all its partitions, from the beginning) until `n` records have arrived, and
+/// returns them sorted by (partition, offset). Waits for the topic to appear if it does not
+/// exist yet (a mirror may still be creating it). Panics after `timeout` with what it got.
+/// Records beyond `n` that arrive in the same poll are not returned.
+pub async fn consume_n(
+    bootstrap: &str,
+    topic: &str,
+    n: usize,
+    timeout: Duration,
+) -> Vec<ConsumedRecord> {
+    let (bootstrap, topic) = (bootstrap.to_string(), topic.to_string());
+    blocking(move || {
+        let deadline = Instant::now() + timeout;
+        let partitions = loop {
+            if let Some(p) = partition_count(&bootstrap, &topic) {
+                break p;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "consume_n: topic {topic} does not exist on {bootstrap} after {timeout:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let consumer = assigned_consumer(&bootstrap, &topic, partitions, false);
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            if Instant::now() >= deadline {
+                sort_records(&mut out);
+                panic!(
+                    "consume_n: {} of {n} records from {topic} on {bootstrap} after {timeout:?}; got {out:#?}",
+                    out.len()
+                );
+            }
+            match consumer.poll(Duration::from_millis(100)) {
+                None => {}
+                Some(Err(e)) => panic!("consume {topic} on {bootstrap}: {e}"),
+                Some(Ok(m)) => out.push(to_consumed(&m)),
+            }
+        }
+        sort_records(&mut out);
+        out
+    })
+    .await
+}
