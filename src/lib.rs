@@ -12,10 +12,13 @@
 //! * [`plan`]    — what a config will do, before anything runs (`mirrorslice plan`).
 
 pub mod config;
+pub mod connect;
 pub mod connectors;
 pub mod filter;
 pub mod kafka;
+pub mod lease;
 pub mod mirror_client;
 pub mod plan;
 pub mod policy;
+pub mod state;
 pub mod wire;

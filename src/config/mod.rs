@@ -13,6 +13,7 @@ pub mod error;
 pub mod mm2;
 pub mod properties;
 pub mod providers;
+pub mod slice;
 pub mod values;
 
 pub use error::ConfigError;

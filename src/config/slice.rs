@@ -1,0 +1,174 @@
+//! Settings of our own: how a slice runs. MM2 has no such keys.
+//!
+//! They live in the same `mm2.properties`, under the `mirrorslice.` prefix so they can never
+//! collide with a Kafka or MM2 key. A flow-scoped `A->B.mirrorslice.x` wins over a top-level
+//! `mirrorslice.x`. They are read here, straight from the raw properties, because MM2's
+//! connector config (§2.5) drops unknown top-level keys.
+//!
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `mirrorslice.slice.max.duration` | `5m` | longest a slice runs (`--max-duration` overrides) |
+//! | `mirrorslice.on.gap` | `fail` | `fail` or `skip` when source records were lost before replication |
+//! | `mirrorslice.commit.margin` | `2s` | time kept free before the deadline for flush, commit, status, lease release |
+//! | `mirrorslice.silence.check.after` | `3s` | a partition silent this long is checked against the log end |
+//! | `mirrorslice.lambda.memory.mb` | `1024` | memory size used for the cost estimate |
+//! | `mirrorslice.lambda.price.per.gb.second` | `0.0000133334` | USD per GB-second (arm64, us-east-1) |
+
+use super::{ConfigError, MirrorMakerConfig, SourceAndTarget};
+use crate::connectors::source::task::GapPolicy;
+use std::time::Duration;
+
+pub const MAX_DURATION: &str = "mirrorslice.slice.max.duration";
+pub const ON_GAP: &str = "mirrorslice.on.gap";
+pub const COMMIT_MARGIN: &str = "mirrorslice.commit.margin";
+pub const SILENCE_CHECK_AFTER: &str = "mirrorslice.silence.check.after";
+pub const LAMBDA_MEMORY_MB: &str = "mirrorslice.lambda.memory.mb";
+pub const LAMBDA_PRICE: &str = "mirrorslice.lambda.price.per.gb.second";
+
+/// Published AWS Lambda arm64 price per GB-second (first tier, us-east-1).
+pub const ARM64_PRICE_PER_GB_SECOND: f64 = 0.0000133334;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SliceSettings {
+    pub max_duration: Duration,
+    pub on_gap: GapPolicy,
+    pub commit_margin: Duration,
+    pub silence_check_after: Duration,
+    pub lambda_memory_mb: u32,
+    pub price_per_gb_second: f64,
+}
+
+impl Default for SliceSettings {
+    fn default() -> Self {
+        SliceSettings {
+            max_duration: Duration::from_secs(300),
+            on_gap: GapPolicy::Fail,
+            commit_margin: Duration::from_secs(2),
+            silence_check_after: Duration::from_secs(3),
+            lambda_memory_mb: 1024,
+            price_per_gb_second: ARM64_PRICE_PER_GB_SECOND,
+        }
+    }
+}
+
+impl SliceSettings {
+    /// The settings of one pair: flow scope first, then top level, then defaults.
+    pub fn for_pair(mm: &MirrorMakerConfig, pair: &SourceAndTarget) -> Result<Self, ConfigError> {
+        let lookup = |key: &str| -> Option<(String, String)> {
+            let scoped = format!("{pair}.{key}");
+            mm.raw()
+                .get(&scoped)
+                .map(|v| (scoped.clone(), v.to_string()))
+                .or_else(|| mm.raw().get(key).map(|v| (key.to_string(), v.to_string())))
+        };
+        let fail = |key: &str, value: &str, reason: &str| {
+            ConfigError::invalid(key, value, reason).with_origin(mm.origin(key))
+        };
+        let duration = |key: &str, default: Duration| -> Result<Duration, ConfigError> {
+            match lookup(key) {
+                None => Ok(default),
+                Some((k, v)) => humantime::parse_duration(v.trim())
+                    .map_err(|e| fail(&k, &v, &format!("expected a duration like 30s or 5m: {e}"))),
+            }
+        };
+
+        let mut s = SliceSettings {
+            max_duration: duration(MAX_DURATION, Duration::from_secs(300))?,
+            commit_margin: duration(COMMIT_MARGIN, Duration::from_secs(2))?,
+            silence_check_after: duration(SILENCE_CHECK_AFTER, Duration::from_secs(3))?,
+            ..Default::default()
+        };
+        if let Some((k, v)) = lookup(ON_GAP) {
+            s.on_gap = match v.trim().to_ascii_lowercase().as_str() {
+                "fail" => GapPolicy::Fail,
+                "skip" => GapPolicy::Skip,
+                _ => return Err(fail(&k, &v, "expected fail or skip")),
+            };
+        }
+        if let Some((k, v)) = lookup(LAMBDA_MEMORY_MB) {
+            s.lambda_memory_mb = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|m| (128..=10240).contains(m))
+                .ok_or_else(|| fail(&k, &v, "expected a Lambda memory size in MB (128-10240)"))?;
+        }
+        if let Some((k, v)) = lookup(LAMBDA_PRICE) {
+            s.price_per_gb_second = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|p: &f64| p.is_finite() && *p >= 0.0)
+                .ok_or_else(|| fail(&k, &v, "expected a non-negative price in USD"))?;
+        }
+        Ok(s)
+    }
+
+    /// Estimated Lambda cost of running `seconds` at the configured memory size.
+    pub fn estimated_cost_usd(&self, seconds: f64) -> (f64, f64) {
+        let gb_seconds = seconds * self.lambda_memory_mb as f64 / 1024.0;
+        (gb_seconds, gb_seconds * self.price_per_gb_second)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Properties;
+
+    fn mm(pairs: &[(&str, &str)]) -> MirrorMakerConfig {
+        let mut all = vec![("clusters", "A, B"), ("A->B.enabled", "true")];
+        all.extend_from_slice(pairs);
+        MirrorMakerConfig::new(Properties::from_pairs(all.iter().copied())).unwrap()
+    }
+
+    fn ab() -> SourceAndTarget {
+        "A->B".parse().unwrap()
+    }
+
+    #[test]
+    fn defaults() {
+        let s = SliceSettings::for_pair(&mm(&[]), &ab()).unwrap();
+        assert_eq!(s, SliceSettings::default());
+    }
+
+    #[test]
+    fn flow_scope_wins_over_top_level() {
+        let m = mm(&[
+            ("mirrorslice.slice.max.duration", "10m"),
+            ("A->B.mirrorslice.slice.max.duration", "45s"),
+            ("mirrorslice.on.gap", "SKIP"),
+            ("mirrorslice.lambda.memory.mb", "2048"),
+        ]);
+        let s = SliceSettings::for_pair(&m, &ab()).unwrap();
+        assert_eq!(s.max_duration, Duration::from_secs(45));
+        assert_eq!(s.on_gap, GapPolicy::Skip);
+        assert_eq!(s.lambda_memory_mb, 2048);
+        let other = SliceSettings::for_pair(&m, &"B->A".parse().unwrap()).unwrap();
+        assert_eq!(other.max_duration, Duration::from_secs(600));
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        for (key, value) in [
+            ("mirrorslice.slice.max.duration", "soon"),
+            ("A->B.mirrorslice.on.gap", "ignore"),
+            ("mirrorslice.lambda.memory.mb", "64"),
+            ("mirrorslice.lambda.price.per.gb.second", "-1"),
+        ] {
+            let err = SliceSettings::for_pair(&mm(&[(key, value)]), &ab()).unwrap_err();
+            assert!(err.to_string().contains(key), "{err}");
+        }
+    }
+
+    #[test]
+    fn cost_estimate() {
+        let s = SliceSettings {
+            lambda_memory_mb: 2048,
+            ..Default::default()
+        };
+        let (gbs, usd) = s.estimated_cost_usd(10.0);
+        assert!((gbs - 20.0).abs() < 1e-9);
+        assert!((usd - 20.0 * ARM64_PRICE_PER_GB_SECOND).abs() < 1e-12);
+    }
+}

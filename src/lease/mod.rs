@@ -1,0 +1,203 @@
+//! Task leases: what Connect's group membership does for MM2, done with conditional writes.
+//!
+//! MM2 relies on a Connect group so that one worker runs each task. A slice has no group, so
+//! every task — and the connector-level work — is guarded by a lease keyed
+//! `<source>-><target>/<connector>/<task>` (or `.../connector`). Rules every backend keeps:
+//!
+//! * acquire only when the lease is free or expired;
+//! * renew and release only with the same owner and fencing token;
+//! * the fencing token only ever increases, so a stale holder can be told from the new one;
+//! * no lease, no copying — a task that cannot confirm its lease stops before committing.
+//!
+//! The CLI uses [`local::LocalLeaseStore`] (kernel file locks under the state directory); the
+//! Lambda function uses DynamoDB.
+
+pub mod local;
+
+use async_trait::async_trait;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// One lease as a backend knows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LeaseInfo {
+    pub key: String,
+    pub owner: String,
+    pub fencing_token: u64,
+    /// Wall-clock expiry, epoch milliseconds.
+    pub expires_at_ms: i64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LeaseError {
+    #[error("lease {key}: {message}")]
+    Backend { key: String, message: String },
+    #[error("lease {key}: {source}")]
+    Io {
+        key: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+#[async_trait]
+pub trait LeaseStore: Send + Sync {
+    /// Take `key` for `ttl` if it is free or expired; `None` when someone else holds it.
+    async fn try_acquire(
+        &self,
+        key: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Option<LeaseInfo>, LeaseError>;
+    /// Extend a held lease; `None` when it was lost (owner or fencing token changed).
+    async fn renew(
+        &self,
+        lease: &LeaseInfo,
+        ttl: Duration,
+    ) -> Result<Option<LeaseInfo>, LeaseError>;
+    /// Give a held lease back; a lease already lost is not an error.
+    async fn release(&self, lease: &LeaseInfo) -> Result<(), LeaseError>;
+    /// The current holder, for diagnostics.
+    async fn describe(&self, key: &str) -> Result<Option<LeaseInfo>, LeaseError>;
+}
+
+/// A lease this process holds, renewed in the background while work runs.
+///
+/// [`HeldLease::still_owner`] is cheap and synchronous, so the copy loop can ask it before every
+/// commit: it is true only while the last successful renewal is comfortably before expiry.
+pub struct HeldLease {
+    info: Arc<Mutex<LeaseInfo>>,
+    valid_until: Arc<Mutex<Instant>>,
+    lost: Arc<AtomicBool>,
+    renewer: Option<tokio::task::JoinHandle<()>>,
+    store: Arc<dyn LeaseStore>,
+}
+
+impl HeldLease {
+    /// Start renewing `info` every `ttl / 3`. The lease counts as held until `ttl − safety`
+    /// after the last successful acquire or renewal.
+    pub fn start(
+        store: Arc<dyn LeaseStore>,
+        info: LeaseInfo,
+        ttl: Duration,
+        safety: Duration,
+    ) -> Self {
+        let valid = ttl.saturating_sub(safety);
+        let info = Arc::new(Mutex::new(info));
+        let valid_until = Arc::new(Mutex::new(Instant::now() + valid));
+        let lost = Arc::new(AtomicBool::new(false));
+        let renewer = {
+            let (store, info, valid_until, lost) = (
+                store.clone(),
+                info.clone(),
+                valid_until.clone(),
+                lost.clone(),
+            );
+            tokio::spawn(async move {
+                let period = (ttl / 3).max(Duration::from_millis(50));
+                loop {
+                    tokio::time::sleep(period).await;
+                    let current = info.lock().expect("lease info").clone();
+                    let started = Instant::now();
+                    match store.renew(&current, ttl).await {
+                        Ok(Some(renewed)) => {
+                            *info.lock().expect("lease info") = renewed;
+                            *valid_until.lock().expect("lease validity") = started + valid;
+                        }
+                        Ok(None) => {
+                            tracing::error!(lease = %current.key, "lease lost to another owner");
+                            lost.store(true, Ordering::SeqCst);
+                            return;
+                        }
+                        Err(e) => {
+                            // Keep trying until the lease would expire; still_owner() turns
+                            // false on its own when renewals keep failing.
+                            tracing::warn!(lease = %current.key, error = %e, "lease renewal failed");
+                        }
+                    }
+                }
+            })
+        };
+        HeldLease {
+            info,
+            valid_until,
+            lost,
+            renewer: Some(renewer),
+            store,
+        }
+    }
+
+    pub fn info(&self) -> LeaseInfo {
+        self.info.lock().expect("lease info").clone()
+    }
+
+    /// True while this process may still act as the lease's owner.
+    pub fn still_owner(&self) -> bool {
+        !self.lost.load(Ordering::SeqCst)
+            && Instant::now() < *self.valid_until.lock().expect("lease validity")
+    }
+
+    /// A cheap, clonable view of [`still_owner`](Self::still_owner) for blocking code.
+    pub fn ownership(&self) -> Ownership {
+        Ownership {
+            valid_until: self.valid_until.clone(),
+            lost: self.lost.clone(),
+        }
+    }
+
+    /// Stop renewing and give the lease back.
+    pub async fn release(mut self) -> Result<(), LeaseError> {
+        if let Some(r) = self.renewer.take() {
+            r.abort();
+        }
+        if self.lost.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let info = self.info();
+        self.store.release(&info).await
+    }
+}
+
+impl Drop for HeldLease {
+    fn drop(&mut self) {
+        if let Some(r) = self.renewer.take() {
+            r.abort();
+        }
+    }
+}
+
+/// See [`HeldLease::ownership`].
+#[derive(Clone)]
+pub struct Ownership {
+    valid_until: Arc<Mutex<Instant>>,
+    lost: Arc<AtomicBool>,
+}
+
+impl Ownership {
+    pub fn still_owner(&self) -> bool {
+        !self.lost.load(Ordering::SeqCst)
+            && Instant::now() < *self.valid_until.lock().expect("lease validity")
+    }
+}
+
+/// Lease keys, one format for every backend.
+pub fn task_key(flow: &str, connector: &str, task: u32) -> String {
+    format!("{flow}/{connector}/{task}")
+}
+
+pub fn connector_key(flow: &str, connector: &str) -> String {
+    format!("{flow}/{connector}/connector")
+}
+
+/// A lease owner id that is unique per process: host, pid and start time.
+pub fn owner_id() -> String {
+    let host = std::env::var("AWS_LAMBDA_LOG_STREAM_NAME")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| "local".into());
+    format!(
+        "{host}/{}/{}",
+        std::process::id(),
+        chrono::Utc::now().timestamp_millis()
+    )
+}

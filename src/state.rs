@@ -1,0 +1,160 @@
+//! Durable per-flow state that does not belong in Kafka.
+//!
+//! A slice is short-lived, but some facts must outlive it: when topic configs and ACLs were last
+//! synced (so `sync.topic.configs.interval.seconds` is honoured across slices), and *position
+//! hints* that let the next slice read only the tail of the Connect offsets topic instead of its
+//! whole history. None of this is needed for correctness — a lost hint means a full read, a
+//! lost timestamp means an early sync — so it lives beside the lease, not in the Connect topics
+//! Java MM2 reads.
+//!
+//! The CLI keeps it in files under [`default_state_dir`]; on Lambda the DynamoDB lease table
+//! implements the same trait.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("state {key}: {source}")]
+    Io {
+        key: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("state {key}: stored value is not valid JSON: {source}")]
+    Corrupt {
+        key: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("state {key}: {message}")]
+    Backend { key: String, message: String },
+}
+
+/// Small JSON documents by key, e.g. `A->B/MirrorSourceConnector/0/offsets-hint`.
+pub trait StateStore: Send + Sync {
+    fn get(&self, key: &str) -> Result<Option<Value>, StateError>;
+    fn put(&self, key: &str, value: &Value) -> Result<(), StateError>;
+}
+
+/// Environment variable naming the state directory of the CLI.
+pub const STATE_DIR_ENV: &str = "MIRRORSLICE_STATE_DIR";
+
+/// `$MIRRORSLICE_STATE_DIR`, else `$XDG_STATE_HOME/mirrorslice`, else
+/// `$HOME/.local/state/mirrorslice`, else `/tmp/mirrorslice`.
+pub fn default_state_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os(STATE_DIR_ENV).filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir).join("mirrorslice");
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(home).join(".local/state/mirrorslice");
+    }
+    PathBuf::from("/tmp/mirrorslice")
+}
+
+/// One file per key under a directory; writes are atomic (temp file, fsync, rename).
+#[derive(Debug, Clone)]
+pub struct LocalStateStore {
+    dir: PathBuf,
+}
+
+impl LocalStateStore {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        LocalStateStore { dir: dir.into() }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Keys contain `->`, `/` and aliases; encode them into one safe file name.
+    fn path_for(&self, key: &str) -> PathBuf {
+        let mut name = String::with_capacity(key.len() + 5);
+        for b in key.bytes() {
+            match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'.' | b'_' | b'-' => {
+                    name.push(b as char)
+                }
+                _ => name.push_str(&format!("%{b:02X}")),
+            }
+        }
+        name.push_str(".json");
+        self.dir.join("state").join(name)
+    }
+}
+
+impl StateStore for LocalStateStore {
+    fn get(&self, key: &str) -> Result<Option<Value>, StateError> {
+        let path = self.path_for(key);
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                serde_json::from_slice(&bytes)
+                    .map(Some)
+                    .map_err(|source| StateError::Corrupt {
+                        key: key.to_string(),
+                        source,
+                    })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(StateError::Io {
+                key: key.to_string(),
+                source,
+            }),
+        }
+    }
+
+    fn put(&self, key: &str, value: &Value) -> Result<(), StateError> {
+        use std::io::Write;
+        let io = |source| StateError::Io {
+            key: key.to_string(),
+            source,
+        };
+        let path = self.path_for(key);
+        let parent = path.parent().expect("state path has a parent");
+        std::fs::create_dir_all(parent).map_err(io)?;
+        let tmp = parent.join(format!(
+            ".{}.{}.tmp",
+            path.file_name().unwrap().to_string_lossy(),
+            std::process::id()
+        ));
+        let bytes = serde_json::to_vec(value).expect("JSON value serializes");
+        let mut f = std::fs::File::create(&tmp).map_err(io)?;
+        f.write_all(&bytes).map_err(io)?;
+        f.sync_all().map_err(io)?;
+        std::fs::rename(&tmp, &path).map_err(io)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn round_trip_and_missing_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStateStore::new(dir.path());
+        assert_eq!(store.get("A->B/x").unwrap(), None);
+        store.put("A->B/x", &json!({"a": 1})).unwrap();
+        assert_eq!(store.get("A->B/x").unwrap(), Some(json!({"a": 1})));
+        store.put("A->B/x", &json!({"a": 2})).unwrap();
+        assert_eq!(store.get("A->B/x").unwrap(), Some(json!({"a": 2})));
+        // Keys that differ only in unsafe characters do not collide.
+        store.put("A-B/x", &json!(3)).unwrap();
+        assert_eq!(store.get("A->B/x").unwrap(), Some(json!({"a": 2})));
+    }
+
+    #[test]
+    fn corrupt_state_is_an_error_naming_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStateStore::new(dir.path());
+        store.put("k", &json!(1)).unwrap();
+        std::fs::write(store.path_for("k"), b"{not json").unwrap();
+        let err = store.get("k").unwrap_err().to_string();
+        assert!(err.contains("state k"), "{err}");
+    }
+}
