@@ -1,3 +1,4 @@
 //! MirrorSourceConnector and MirrorSourceTask (mm2-compat §6, §7).
 
 pub mod offset_sync_writer;
+pub mod task;
