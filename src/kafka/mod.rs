@@ -6,7 +6,6 @@
 //! `A.consumer.*` key is traced back to where it came from.
 
 pub mod client_config;
-pub mod admin_ext;
 pub mod cluster;
 
 use crate::config::Props;
