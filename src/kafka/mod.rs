@@ -5,6 +5,7 @@
 //! librdkafka names, and errors always name the role (`A->B|MirrorSourceConnector|…`), so a bad
 //! `A.consumer.*` key is traced back to where it came from.
 
+pub mod admin_ext;
 pub mod client_config;
 pub mod cluster;
 
