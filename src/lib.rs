@@ -20,5 +20,6 @@ pub mod lease;
 pub mod mirror_client;
 pub mod plan;
 pub mod policy;
+pub mod report;
 pub mod state;
 pub mod wire;

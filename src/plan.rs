@@ -377,7 +377,10 @@ fn flow_plan(
 
     // --- source connector -------------------------------------------------------------------
     let mut s = common_settings(&src.common);
-    s.insert("topics".into(), json!(src.topic_filter.include().patterns()));
+    s.insert(
+        "topics".into(),
+        json!(src.topic_filter.include().patterns()),
+    );
     s.insert(
         "topics.exclude".into(),
         json!(src.topic_filter.exclude().patterns()),

@@ -80,7 +80,9 @@ async fn plan_lists_source_topic_with_remote_name_and_existence() {
     assert_eq!(e["action"], "add-partitions");
 
     assert!(
-        !topics.iter().any(|t| t["source_topic"] == excluded.as_str()),
+        !topics
+            .iter()
+            .any(|t| t["source_topic"] == excluded.as_str()),
         "{excluded} is not in A->B.topics and must not be planned"
     );
     // 3 + 2 partitions, tasks.max 4.
@@ -98,7 +100,10 @@ fn plan_text_output_and_both_directions() {
     assert_eq!(code, 0, "stderr: {stderr}");
     // Heartbeats default on: B->A exists although only A->B is enabled (§1.2).
     assert!(stdout.contains("Herder pairs: A->B, B->A"), "{stdout}");
-    assert!(stdout.contains("Flow B->A (replication disabled)"), "{stdout}");
+    assert!(
+        stdout.contains("Flow B->A (replication disabled)"),
+        "{stdout}"
+    );
     assert!(stdout.contains("mm2-offsets.A.internal on B"), "{stdout}");
 }
 

@@ -36,7 +36,10 @@ pub enum ConfigError {
         message: String,
     },
     /// A value does not parse or is not allowed (Kafka's `ConfigException` wording).
-    #[error("Invalid value {value} for configuration {key}: {reason}{}", origin_suffix(origin))]
+    #[error(
+        "Invalid value {value} for configuration {key}: {reason}{}",
+        origin_suffix(origin)
+    )]
     InvalidValue {
         key: String,
         value: String,

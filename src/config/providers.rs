@@ -104,14 +104,16 @@ impl ConfigProviders {
                         param(ALLOWED_PATHS),
                     )?,
                 },
-                _ => return Err(ConfigError::invalid(
-                    &class_key,
-                    class,
-                    format!(
+                _ => {
+                    return Err(ConfigError::invalid(
+                        &class_key,
+                        class,
+                        format!(
                         "unsupported config provider class; supported: {ENV_VAR_CONFIG_PROVIDER}, \
                              {FILE_CONFIG_PROVIDER}, {DIRECTORY_CONFIG_PROVIDER}"
                     ),
-                )),
+                    ))
+                }
             };
             providers.insert(name, provider);
         }

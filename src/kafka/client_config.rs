@@ -149,7 +149,8 @@ pub fn translate(java: &Props) -> Result<Translated, UnsupportedSetting> {
                     out.settings.insert(key.clone(), value.clone());
                 }
                 Some("PEM") => {
-                    out.settings.insert("ssl.key.location".into(), value.clone());
+                    out.settings
+                        .insert("ssl.key.location".into(), value.clone());
                 }
                 other => {
                     return Err(unsupported(
@@ -308,7 +309,10 @@ mod tests {
             ("fetch.max.wait.ms", "250"),
             ("max.request.size", "2097152"),
             ("security.protocol", "SASL_SSL"),
-            ("client.id", "A->B|MirrorSourceConnector-0|replication-consumer"),
+            (
+                "client.id",
+                "A->B|MirrorSourceConnector-0|replication-consumer",
+            ),
         ]))
         .unwrap();
         assert_eq!(t.settings["fetch.wait.max.ms"], "250");

@@ -27,14 +27,15 @@ pub async fn list_topics(
     let bootstrap_for_err = bootstrap.clone();
     let result = tokio::task::spawn_blocking(move || -> Result<TopicPartitions, ClientError> {
         let consumer: BaseConsumer = config.create().map_err(|e| build_error(&role, e))?;
-        let metadata = consumer
-            .fetch_metadata(None, timeout)
-            .map_err(|e| ClientError::Request {
-                cluster: cluster_name.clone(),
-                bootstrap: bootstrap.clone(),
-                what: "fetch metadata".into(),
-                message: e.to_string(),
-            })?;
+        let metadata =
+            consumer
+                .fetch_metadata(None, timeout)
+                .map_err(|e| ClientError::Request {
+                    cluster: cluster_name.clone(),
+                    bootstrap: bootstrap.clone(),
+                    what: "fetch metadata".into(),
+                    message: e.to_string(),
+                })?;
         Ok(metadata
             .topics()
             .iter()

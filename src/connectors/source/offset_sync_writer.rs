@@ -236,7 +236,11 @@ mod tests {
         assert_eq!(w.pending().len(), 1);
         assert_eq!(w.partition_state("t", 0).unwrap().last_sync_downstream(), 1);
         w.record_written("t", 0, 1, 2);
-        assert_eq!(w.pending().len(), 1, "second record is delayed, not pending");
+        assert_eq!(
+            w.pending().len(),
+            1,
+            "second record is delayed, not pending"
+        );
         assert!(w.has_delayed());
         assert_eq!(w.partition_state("t", 0).unwrap().last_sync_downstream(), 1);
     }
