@@ -8,10 +8,13 @@
 pub mod admin_ext;
 pub mod client_config;
 pub mod cluster;
+pub mod internal_log;
 
 use crate::config::Props;
-use rdkafka::config::ClientConfig;
-use rdkafka::error::KafkaError;
+use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
+use rdkafka::consumer::ConsumerContext;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::ClientContext;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -58,4 +61,53 @@ pub fn build_error(role: &str, source: KafkaError) -> ClientError {
         role: role.to_string(),
         source,
     }
+}
+
+/// Client context for every consumer and admin client we create: librdkafka's own logs go to
+/// `tracing` (target `librdkafka`) at matching levels, and routine events are not errors.
+///
+/// With `enable.partition.eof`, reaching the end of a partition is how we know we are caught
+/// up; librdkafka also reports it as a "global error" on the main queue, which rdkafka's default
+/// context would log at ERROR level on every read.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MirrorContext;
+
+impl ClientContext for MirrorContext {
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
+        match level {
+            RDKafkaLogLevel::Emerg
+            | RDKafkaLogLevel::Alert
+            | RDKafkaLogLevel::Critical
+            | RDKafkaLogLevel::Error => {
+                tracing::error!(target: "librdkafka", facility = fac, "{message}")
+            }
+            RDKafkaLogLevel::Warning => {
+                tracing::warn!(target: "librdkafka", facility = fac, "{message}")
+            }
+            RDKafkaLogLevel::Notice | RDKafkaLogLevel::Info => {
+                tracing::info!(target: "librdkafka", facility = fac, "{message}")
+            }
+            RDKafkaLogLevel::Debug => {
+                tracing::debug!(target: "librdkafka", facility = fac, "{message}")
+            }
+        }
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        if is_partition_eof(&error) {
+            tracing::trace!(target: "librdkafka", %error, reason, "end of partition");
+        } else {
+            tracing::warn!(target: "librdkafka", %error, reason, "client error");
+        }
+    }
+}
+
+impl ConsumerContext for MirrorContext {}
+
+/// End of partition, however librdkafka chose to report it.
+pub fn is_partition_eof(error: &KafkaError) -> bool {
+    matches!(
+        error,
+        KafkaError::PartitionEOF(_) | KafkaError::Global(RDKafkaErrorCode::PartitionEOF)
+    )
 }

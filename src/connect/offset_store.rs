@@ -1,0 +1,719 @@
+//! Connect source offsets in `mm2-offsets.<source>.internal`, loaded without reading history.
+//!
+//! Java's `KafkaOffsetBackingStore` reads the whole offsets topic at start-up and keeps it in
+//! memory; that is fine for a worker that runs for months, but a slice that starts every few
+//! minutes would pay for every offset ever committed, every time. So a task remembers a
+//! **position hint** beside its lease (in a [`StateStore`]):
+//!
+//! ```json
+//! {"version":1,"topic":"mm2-offsets.A.internal","partition_count":25,
+//!  "connector":"MirrorSourceConnector","positions":{"4":1200},
+//!  "values":{"[\"MirrorSourceConnector\",{\"cluster\":\"A\",\"partition\":0,\"topic\":\"t1\"}]":41}}
+//! ```
+//!
+//! `positions[p]` is an offset X of offsets-topic partition p, and `values` are the task's keys'
+//! values as of X (`null` = no offset). Loading starts from those values and reads each
+//! partition that holds one of our keys from X to the end, overlaying newer records in order
+//! (a tombstone deletes) — so offsets written by anyone else after X (a Java MM2, an offset
+//! reset through Connect's REST API) are seen. Cost: the records written since the last slice,
+//! not the topic's history.
+//!
+//! The hint is only a shortcut. It is ignored, with a full read of our partitions instead, when
+//! it is missing, names another topic or partition count, lacks one of our keys, or points past
+//! the end of a partition (the topic was recreated). "Past the end" is tested without trusting
+//! ListOffsets (tansu's trails the real end): when ListOffsets says the end is below X we read
+//! from there and see where partition EOF lands. Java's partitioner decides where a key lives, so
+//! a full read only needs the partitions that hold our keys, and records with other keys are
+//! skipped by comparing raw key bytes, without parsing them.
+//!
+//! A commit writes only the values that changed, on the partition `murmur2(key) % partitions`
+//! (over the topic's actual partition count), waits for delivery, and moves the hint forward
+//! only where our records were the only ones written since the known position: if anyone else
+//! wrote in between, the next load reads their records too.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use crate::config::Props;
+use crate::kafka::internal_log::{display_key, InternalLog, LogError, BEGINNING};
+use crate::state::{StateError, StateStore};
+use crate::wire::connect_offsets::{
+    decode_value, offset_value_bytes, offsets_partition, SourcePartition, MIRROR_SOURCE_CONNECTOR,
+};
+use crate::wire::ConnectRecordError;
+
+/// Default bound for reading the offsets topic at load.
+pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(120);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+const HINT_VERSION: i64 = 1;
+
+/// A [`SourcePartition`] usable as a map key (ordered and hashed by its fields).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionKey(pub SourcePartition);
+
+impl PartitionKey {
+    /// `MirrorSourceConnector`'s partition: upstream `topic`-`partition` of cluster `cluster`.
+    pub fn source(cluster: &str, topic: &str, partition: i32) -> Self {
+        PartitionKey(SourcePartition::Source {
+            cluster: cluster.to_string(),
+            topic: topic.to_string(),
+            partition,
+        })
+    }
+
+    fn sort_key(&self) -> (u8, &str, &str, i32) {
+        match &self.0 {
+            SourcePartition::Source {
+                cluster,
+                topic,
+                partition,
+            } => (0, cluster, topic, *partition),
+            SourcePartition::Checkpoint {
+                partition,
+                topic,
+                group,
+            } => (1, group, topic, *partition),
+            SourcePartition::Heartbeat {
+                source_cluster_alias,
+                target_cluster_alias,
+            } => (2, source_cluster_alias, target_cluster_alias, 0),
+        }
+    }
+}
+
+impl From<SourcePartition> for PartitionKey {
+    fn from(p: SourcePartition) -> Self {
+        PartitionKey(p)
+    }
+}
+
+impl Ord for PartitionKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.sort_key().cmp(&other.sort_key())
+    }
+}
+
+impl PartialOrd for PartitionKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl std::hash::Hash for PartitionKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.sort_key().hash(state)
+    }
+}
+
+/// The result of [`OffsetStore::load`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadedOffsets {
+    /// The stored offset of each requested partition that has one. For `MirrorSourceConnector`
+    /// this is the last replicated upstream offset: resume at +1.
+    pub offsets: BTreeMap<PartitionKey, i64>,
+    /// True when no hint was used (missing or invalid) and all our partitions were read from
+    /// the beginning. With a hint, partitions it does not cover are still read in full.
+    pub full_read: bool,
+    /// Records received from the offsets topic (all keys), for the slice report.
+    pub records_read: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OffsetStoreError {
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error(transparent)]
+    State(#[from] StateError),
+    /// One of our keys has a value Java could not read either (`MirrorUtils.unwrapOffset`).
+    #[error("{topic} partition {partition} offset {offset}: stored offset for key {key} is invalid: {source}")]
+    BadValue {
+        topic: String,
+        partition: i32,
+        offset: i64,
+        key: String,
+        #[source]
+        source: ConnectRecordError,
+    },
+}
+
+/// One of our keys.
+#[derive(Debug, Clone)]
+struct Tracked {
+    key: Vec<u8>,
+    log_partition: i32,
+}
+
+/// A parsed position hint.
+#[derive(Debug, Default)]
+struct Hint {
+    positions: BTreeMap<i32, i64>,
+    values: HashMap<String, Option<i64>>,
+}
+
+/// Source offsets of one task (or one connector's set of partitions).
+pub struct OffsetStore {
+    log: InternalLog,
+    partitions: i32,
+    connector: String,
+    state: Arc<dyn StateStore>,
+    hint_key: String,
+    read_timeout: Duration,
+    tracked: BTreeMap<PartitionKey, Tracked>,
+    /// Known stored value of each tracked key (`None` = no offset), as of `positions`.
+    values: BTreeMap<PartitionKey, Option<i64>>,
+    /// Offsets-topic partition → position the tracked keys' values are known at.
+    positions: BTreeMap<i32, i64>,
+}
+
+impl std::fmt::Debug for OffsetStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OffsetStore")
+            .field("topic", &self.log.topic())
+            .field("partitions", &self.partitions)
+            .field("connector", &self.connector)
+            .field("hint_key", &self.hint_key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OffsetStore {
+    /// `topic` with `partitions` partitions (the actual count, from
+    /// [`crate::connect::internal_topics::ensure_worker_topics`]); `consumer` and `producer` are
+    /// Java-named client settings for the target cluster; the hint lives in `state` under
+    /// `hint_key` (e.g. `A->B/MirrorSourceConnector/0/offsets-hint`).
+    pub fn new(
+        topic: impl Into<String>,
+        partitions: i32,
+        consumer: Props,
+        producer: Props,
+        state: Arc<dyn StateStore>,
+        hint_key: impl Into<String>,
+    ) -> Self {
+        assert!(
+            partitions > 0,
+            "offsets topic partition count must be positive"
+        );
+        OffsetStore {
+            log: InternalLog::new(topic, consumer, producer),
+            partitions,
+            connector: MIRROR_SOURCE_CONNECTOR.to_string(),
+            state,
+            hint_key: hint_key.into(),
+            read_timeout: DEFAULT_READ_TIMEOUT,
+            tracked: BTreeMap::new(),
+            values: BTreeMap::new(),
+            positions: BTreeMap::new(),
+        }
+    }
+
+    /// The Connect connector name in the keys (default `MirrorSourceConnector`).
+    pub fn with_connector(mut self, connector: impl Into<String>) -> Self {
+        self.connector = connector.into();
+        self
+    }
+
+    /// Bound for each read of the offsets topic.
+    pub fn with_read_timeout(mut self, timeout: Duration) -> Self {
+        self.read_timeout = timeout;
+        self
+    }
+
+    pub fn topic(&self) -> &str {
+        self.log.topic()
+    }
+
+    /// The key bytes and offsets-topic partition of a source partition.
+    pub fn placement(&self, partition: &SourcePartition) -> (Vec<u8>, i32) {
+        let key = partition.key_bytes(&self.connector);
+        let p = offsets_partition(&key, self.partitions);
+        (key, p)
+    }
+
+    fn track(&mut self, k: &PartitionKey) {
+        if !self.tracked.contains_key(k) {
+            let (key, log_partition) = self.placement(&k.0);
+            self.tracked
+                .insert(k.clone(), Tracked { key, log_partition });
+        }
+    }
+
+    /// Loads the stored offsets of `partitions`, using the hint when it is valid, and saves an
+    /// updated hint.
+    pub async fn load(
+        &mut self,
+        partitions: &[SourcePartition],
+    ) -> Result<LoadedOffsets, OffsetStoreError> {
+        self.tracked.clear();
+        self.values.clear();
+        self.positions.clear();
+        let keys: Vec<PartitionKey> = partitions.iter().cloned().map(PartitionKey).collect();
+        for k in &keys {
+            self.track(k);
+        }
+        let needed: BTreeSet<i32> = self.tracked.values().map(|t| t.log_partition).collect();
+
+        let hint = match self.state.get(&self.hint_key)? {
+            None => Err("no hint stored".to_string()),
+            Some(v) => self.parse_hint(&v),
+        };
+        let mut records_read = 0;
+        let mut full_read = true;
+        if let Ok(hint) = &hint {
+            // Partitions whose every one of our keys the hint knows start at the hint position.
+            let mut hinted: BTreeMap<i32, i64> = BTreeMap::new();
+            for &p in &needed {
+                let Some(&x) = hint.positions.get(&p) else {
+                    continue;
+                };
+                let all_known = self
+                    .tracked
+                    .values()
+                    .filter(|t| t.log_partition == p)
+                    .all(|t| hint.values.contains_key(&key_string(&t.key)));
+                if all_known {
+                    hinted.insert(p, x);
+                }
+            }
+            if hinted.is_empty() {
+                tracing::info!(
+                    hint = %self.hint_key,
+                    topic = %self.topic(),
+                    "offsets hint does not cover our keys; reading their partitions from the beginning"
+                );
+            } else {
+                // Partitions the hint does not cover are still read from the beginning.
+                full_read = false;
+                match self.read_with_hint(&needed, &hinted, hint).await? {
+                    Ok(n) => {
+                        records_read += n;
+                    }
+                    Err((n, reason)) => {
+                        records_read += n;
+                        tracing::info!(
+                            hint = %self.hint_key,
+                            topic = %self.topic(),
+                            %reason,
+                            "offsets hint is invalid; reading our partitions from the beginning"
+                        );
+                        full_read = true;
+                        self.values.clear();
+                        self.positions.clear();
+                        records_read += self.read_from_beginning(&needed).await?;
+                    }
+                }
+                self.save_hint()?;
+                return Ok(self.loaded(&keys, full_read, records_read));
+            }
+        } else if let Err(reason) = &hint {
+            tracing::info!(
+                hint = %self.hint_key,
+                topic = %self.topic(),
+                %reason,
+                "no usable offsets hint; reading our partitions of the offsets topic from the beginning"
+            );
+        }
+        records_read += self.read_from_beginning(&needed).await?;
+        self.save_hint()?;
+        Ok(self.loaded(&keys, full_read, records_read))
+    }
+
+    fn loaded(&self, keys: &[PartitionKey], full_read: bool, records_read: usize) -> LoadedOffsets {
+        LoadedOffsets {
+            offsets: keys
+                .iter()
+                .filter_map(|k| {
+                    self.values
+                        .get(k)
+                        .copied()
+                        .flatten()
+                        .map(|v| (k.clone(), v))
+                })
+                .collect(),
+            full_read,
+            records_read,
+        }
+    }
+
+    /// Reads `needed` partitions of the offsets topic from the beginning, replacing what we know.
+    async fn read_from_beginning(
+        &mut self,
+        needed: &BTreeSet<i32>,
+    ) -> Result<usize, OffsetStoreError> {
+        for k in self.tracked.keys() {
+            self.values.insert(k.clone(), None);
+        }
+        let starts: BTreeMap<i32, i64> = needed.iter().map(|&p| (p, BEGINNING)).collect();
+        let apply_from: BTreeMap<i32, i64> = needed.iter().map(|&p| (p, 0)).collect();
+        let (n, ends) = self.replay(&starts, &apply_from).await?;
+        self.positions = ends;
+        Ok(n)
+    }
+
+    /// Reads from the hint positions. `Ok(Err((records, reason)))` when the hint turns out to
+    /// point past the end of a partition.
+    async fn read_with_hint(
+        &mut self,
+        needed: &BTreeSet<i32>,
+        hinted: &BTreeMap<i32, i64>,
+        hint: &Hint,
+    ) -> Result<Result<usize, (usize, String)>, OffsetStoreError> {
+        // Values as of the hint positions; unhinted partitions start empty, from the beginning.
+        for (k, t) in &self.tracked {
+            let v = if hinted.contains_key(&t.log_partition) {
+                hint.values.get(&key_string(&t.key)).copied().flatten()
+            } else {
+                None
+            };
+            self.values.insert(k.clone(), v);
+        }
+        // ListOffsets only proves "the log reaches at least here"; below X, verify by reading.
+        let probe: Vec<i32> = hinted
+            .iter()
+            .filter(|(_, &x)| x > 0)
+            .map(|(&p, _)| p)
+            .collect();
+        let lower = self
+            .log
+            .end_offsets_lower_bound(&probe, REQUEST_TIMEOUT)
+            .await?;
+        let mut starts = BTreeMap::new();
+        let mut apply_from = BTreeMap::new();
+        let mut verify = BTreeMap::new();
+        for &p in needed {
+            match hinted.get(&p) {
+                Some(&x) => {
+                    let h = lower.get(&p).copied().unwrap_or(x);
+                    if h >= x {
+                        starts.insert(p, x);
+                    } else {
+                        starts.insert(p, h.max(0));
+                        verify.insert(p, x);
+                    }
+                    apply_from.insert(p, x);
+                }
+                None => {
+                    starts.insert(p, BEGINNING);
+                    apply_from.insert(p, 0);
+                }
+            }
+        }
+        let (n, ends) = self.replay(&starts, &apply_from).await?;
+        for (p, x) in verify {
+            let end = ends.get(&p).copied().unwrap_or(0);
+            if end < x {
+                return Ok(Err((
+                    n,
+                    format!(
+                        "partition {p} ends at offset {end}, before the hint position {x} \
+                         (was the topic recreated?)"
+                    ),
+                )));
+            }
+        }
+        self.positions = ends;
+        Ok(Ok(n))
+    }
+
+    /// Reads from `starts`, applying records of our keys at or after `apply_from`. Returns the
+    /// number of records received and each partition's end.
+    async fn replay(
+        &mut self,
+        starts: &BTreeMap<i32, i64>,
+        apply_from: &BTreeMap<i32, i64>,
+    ) -> Result<(usize, BTreeMap<i32, i64>), OffsetStoreError> {
+        let by_key: HashMap<&[u8], &PartitionKey> = self
+            .tracked
+            .iter()
+            .map(|(k, t)| (t.key.as_slice(), k))
+            .collect();
+        let mut n = 0usize;
+        let mut updates: Vec<(PartitionKey, Option<i64>)> = Vec::new();
+        let mut bad: Option<OffsetStoreError> = None;
+        let topic = self.log.topic().to_string();
+        let ends = self
+            .log
+            .read_to_end_with(starts, self.read_timeout, |r| {
+                n += 1;
+                let Some(key) = r.key else { return };
+                let Some(k) = by_key.get(key) else { return };
+                if r.offset < apply_from.get(&r.partition).copied().unwrap_or(0) {
+                    return;
+                }
+                match decode_value(r.value) {
+                    Ok(v) => updates.push(((*k).clone(), v)),
+                    Err(source) => {
+                        if bad.is_none() {
+                            bad = Some(OffsetStoreError::BadValue {
+                                topic: topic.clone(),
+                                partition: r.partition,
+                                offset: r.offset,
+                                key: display_key(key),
+                                source,
+                            });
+                        }
+                    }
+                }
+            })
+            .await?;
+        if let Some(e) = bad {
+            return Err(e);
+        }
+        // In log order per partition, and a key lives on one partition: last write wins.
+        for (k, v) in updates {
+            self.values.insert(k, v);
+        }
+        Ok((n, ends))
+    }
+
+    /// Writes the offsets that differ from what is stored, waits for delivery, and saves the
+    /// hint. Returns the number of records written.
+    pub async fn commit(
+        &mut self,
+        offsets: &BTreeMap<PartitionKey, i64>,
+    ) -> Result<usize, OffsetStoreError> {
+        let mut records = Vec::new();
+        let mut written: Vec<(PartitionKey, i64)> = Vec::new();
+        for (k, &v) in offsets {
+            self.track(k);
+            if self.values.get(k) == Some(&Some(v)) {
+                continue;
+            }
+            let t = &self.tracked[k];
+            records.push((t.log_partition, t.key.clone(), Some(offset_value_bytes(v))));
+            written.push((k.clone(), v));
+        }
+        if records.is_empty() {
+            return Ok(0);
+        }
+        let delivered = self.log.append(records).await?;
+        for (k, v) in &written {
+            self.values.insert(k.clone(), Some(*v));
+        }
+        // Advance a partition's position only if our records directly follow it: then nothing
+        // anyone else wrote can hide between the old position and the new one.
+        let mut by_partition: BTreeMap<i32, Vec<i64>> = BTreeMap::new();
+        for (p, o) in delivered {
+            by_partition.entry(p).or_default().push(o);
+        }
+        for (p, mut offs) in by_partition {
+            offs.sort_unstable();
+            if let Some(x) = self.positions.get_mut(&p) {
+                let contiguous = offs.iter().enumerate().all(|(i, &o)| o == *x + i as i64);
+                if contiguous {
+                    *x += offs.len() as i64;
+                }
+            }
+        }
+        self.save_hint()?;
+        Ok(written.len())
+    }
+
+    fn parse_hint(&self, v: &Value) -> Result<Hint, String> {
+        let obj = v.as_object().ok_or("hint is not a JSON object")?;
+        if obj.get("version").and_then(Value::as_i64) != Some(HINT_VERSION) {
+            return Err("hint has an unknown version".into());
+        }
+        let topic = obj.get("topic").and_then(Value::as_str);
+        if topic != Some(self.topic()) {
+            return Err(format!(
+                "hint is for topic {}, not {}",
+                topic.unwrap_or("?"),
+                self.topic()
+            ));
+        }
+        let count = obj.get("partition_count").and_then(Value::as_i64);
+        if count != Some(i64::from(self.partitions)) {
+            return Err(format!(
+                "hint was taken with {} partitions, the topic now has {}",
+                count.map_or("?".to_string(), |c| c.to_string()),
+                self.partitions
+            ));
+        }
+        let connector = obj.get("connector").and_then(Value::as_str);
+        if connector != Some(self.connector.as_str()) {
+            return Err(format!(
+                "hint is for connector {}, not {}",
+                connector.unwrap_or("?"),
+                self.connector
+            ));
+        }
+        let mut hint = Hint::default();
+        let positions = obj
+            .get("positions")
+            .and_then(Value::as_object)
+            .ok_or("hint has no positions")?;
+        for (p, x) in positions {
+            let p: i32 = p.parse().map_err(|_| format!("bad hint partition {p:?}"))?;
+            let x = x
+                .as_i64()
+                .filter(|x| *x >= 0)
+                .ok_or_else(|| format!("bad hint position for partition {p}"))?;
+            if p < 0 || p >= self.partitions {
+                return Err(format!("hint partition {p} out of range"));
+            }
+            hint.positions.insert(p, x);
+        }
+        let values = obj
+            .get("values")
+            .and_then(Value::as_object)
+            .ok_or("hint has no values")?;
+        for (k, v) in values {
+            let v = match v {
+                Value::Null => None,
+                v => Some(
+                    v.as_i64()
+                        .ok_or_else(|| format!("bad hint value for key {k}"))?,
+                ),
+            };
+            hint.values.insert(k.clone(), v);
+        }
+        Ok(hint)
+    }
+
+    fn save_hint(&self) -> Result<(), OffsetStoreError> {
+        let positions: Map<String, Value> = self
+            .positions
+            .iter()
+            .map(|(p, x)| (p.to_string(), json!(x)))
+            .collect();
+        let values: Map<String, Value> = self
+            .tracked
+            .iter()
+            .filter(|(_, t)| self.positions.contains_key(&t.log_partition))
+            .filter_map(|(k, t)| {
+                // Only values we know as of the position (not "tracked but never read").
+                self.values
+                    .get(k)
+                    .map(|v| (key_string(&t.key), v.map_or(Value::Null, |v| json!(v))))
+            })
+            .collect();
+        let doc = json!({
+            "version": HINT_VERSION,
+            "topic": self.topic(),
+            "partition_count": self.partitions,
+            "connector": self.connector,
+            "positions": positions,
+            "values": values,
+        });
+        self.state.put(&self.hint_key, &doc)?;
+        Ok(())
+    }
+}
+
+/// Our keys are JSON text, so UTF-8; the hint keeps them as strings.
+fn key_string(key: &[u8]) -> String {
+    String::from_utf8_lossy(key).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::LocalStateStore;
+
+    fn store(state: Arc<dyn StateStore>) -> OffsetStore {
+        OffsetStore::new(
+            "mm2-offsets.A.internal",
+            25,
+            Props::new(),
+            Props::new(),
+            state,
+            "A->B/MirrorSourceConnector/0/offsets-hint",
+        )
+    }
+
+    fn hint_doc(positions: Value, values: Value) -> Value {
+        json!({
+            "version": 1, "topic": "mm2-offsets.A.internal", "partition_count": 25,
+            "connector": "MirrorSourceConnector", "positions": positions, "values": values,
+        })
+    }
+
+    // §4.7: keys land on murmur2 % partitions; the spec's example is partition 4 of 25.
+    #[test]
+    fn placement_uses_murmur2_over_the_actual_partition_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(Arc::new(LocalStateStore::new(dir.path())));
+        let (key, p) = s.placement(&PartitionKey::source("A", "t1", 0).0);
+        assert_eq!(
+            key,
+            br#"["MirrorSourceConnector",{"cluster":"A","partition":0,"topic":"t1"}]"#.to_vec()
+        );
+        assert_eq!(p, 4);
+        let s = s.with_connector("other");
+        let (key, _) = s.placement(&PartitionKey::source("A", "t1", 0).0);
+        assert!(key.starts_with(br#"["other","#));
+    }
+
+    #[test]
+    fn hints_for_another_topic_count_or_connector_are_rejected() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(Arc::new(LocalStateStore::new(dir.path())));
+        let good = hint_doc(json!({"4": 10}), json!({"k": 41, "j": null}));
+        let h = s.parse_hint(&good).unwrap();
+        assert_eq!(h.positions, BTreeMap::from([(4, 10)]));
+        assert_eq!(h.values["k"], Some(41));
+        assert_eq!(h.values["j"], None);
+
+        let mut other_count = good.clone();
+        other_count["partition_count"] = json!(50);
+        assert!(s
+            .parse_hint(&other_count)
+            .unwrap_err()
+            .contains("50 partitions"));
+        let mut other_topic = good.clone();
+        other_topic["topic"] = json!("x");
+        assert!(s.parse_hint(&other_topic).unwrap_err().contains("topic x"));
+        let mut other_connector = good.clone();
+        other_connector["connector"] = json!("c");
+        assert!(s.parse_hint(&other_connector).is_err());
+        let mut out_of_range = good.clone();
+        out_of_range["positions"] = json!({"25": 1});
+        assert!(s.parse_hint(&out_of_range).is_err());
+        let mut negative = good;
+        negative["positions"] = json!({"3": -1});
+        assert!(s.parse_hint(&negative).is_err());
+        assert!(s.parse_hint(&json!([1])).is_err());
+    }
+
+    #[test]
+    fn saved_hint_round_trips_through_the_parser() {
+        let dir = tempfile::tempdir().unwrap();
+        let state: Arc<dyn StateStore> = Arc::new(LocalStateStore::new(dir.path()));
+        let mut s = store(state.clone());
+        let a = PartitionKey::source("A", "t1", 0);
+        let b = PartitionKey::source("A", "t1", 1);
+        s.track(&a);
+        s.track(&b);
+        let pa = s.tracked[&a].log_partition;
+        let pb = s.tracked[&b].log_partition;
+        s.values.insert(a.clone(), Some(41));
+        s.values.insert(b.clone(), None);
+        s.positions.insert(pa, 7);
+        s.positions.insert(pb, 9);
+        s.save_hint().unwrap();
+        let h = s
+            .parse_hint(&state.get(&s.hint_key).unwrap().unwrap())
+            .unwrap();
+        assert_eq!(h.positions[&pa], if pa == pb { 9 } else { 7 });
+        assert_eq!(h.values[&key_string(&s.tracked[&a].key)], Some(41));
+        assert_eq!(h.values[&key_string(&s.tracked[&b].key)], None);
+    }
+
+    #[test]
+    fn partition_keys_order_and_hash_by_fields() {
+        use std::collections::HashSet;
+        let a = PartitionKey::source("A", "t", 1);
+        let b = PartitionKey::source("A", "t", 2);
+        assert!(a < b);
+        let hb = PartitionKey(SourcePartition::Heartbeat {
+            source_cluster_alias: "A".into(),
+            target_cluster_alias: "B".into(),
+        });
+        assert!(b < hb);
+        let set: HashSet<PartitionKey> = [a.clone(), a.clone(), b].into_iter().collect();
+        assert_eq!(set.len(), 2);
+    }
+}

@@ -1,0 +1,765 @@
+//! Connect's internal topics and stores against the local brokers.
+//!
+//! Why: Java MM2 finds our offsets, status and configs only if the records have Connect's exact
+//! bytes, sit on the partition Kafka's default partitioner picks, and live in compacted topics
+//! with the partition counts Connect expects. And a slice's start-up must stay cheap as history
+//! grows (the position hint), without ever missing a record someone else wrote. Each test here
+//! checks one of those on a real Kafka-protocol broker (tansu), whose quirks — a ListOffsets end
+//! that trails the log end, silence when fetching beyond the end — are exactly what the stores
+//! must survive.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use std::sync::Arc;
+
+use common::{consume_all, create_topic, stack, unique};
+use mirrorslice::config::Props;
+use mirrorslice::connect::config_store::ConfigStore;
+use mirrorslice::connect::internal_topics::{
+    ensure_compacted_topic, ensure_worker_topics, Creation, TopicError,
+};
+use mirrorslice::connect::offset_store::{OffsetStore, PartitionKey};
+use mirrorslice::connect::status_store::StatusStore;
+use mirrorslice::kafka::internal_log::{self, LogError, BEGINNING};
+use mirrorslice::state::{LocalStateStore, StateStore};
+use mirrorslice::wire::connect_config::{self, ConfigRecord};
+use mirrorslice::wire::connect_offsets::{offset_value_bytes, offsets_partition, SourcePartition};
+use mirrorslice::wire::connect_status::{self, State, Status, StatusRecord};
+use rdkafka::admin::{AdminClient, AdminOptions, ResourceSpecifier};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::ClientConfig;
+
+fn props(bootstrap: &str) -> Props {
+    let mut p = Props::new();
+    p.insert("bootstrap.servers".into(), bootstrap.into());
+    p
+}
+
+const READ_TIMEOUT: Duration = Duration::from_secs(20);
+
+#[tokio::test]
+async fn internal_log_reads_to_the_true_end_despite_trailing_list_offsets() {
+    let s = stack();
+    let topic = unique("ilog");
+    create_topic(&s.b, &topic, 2, &[("cleanup.policy", "compact")]).await;
+    let p = props(&s.b);
+    // One append = one batch per partition: ListOffsets on tansu then trails by batch size - 1.
+    let records: Vec<_> = (0..10)
+        .map(|i| {
+            (
+                i % 2,
+                format!("k{i}").into_bytes(),
+                Some(format!("v{i}").into_bytes()),
+            )
+        })
+        .collect();
+    let positions = internal_log::append(&p, &topic, records.clone())
+        .await
+        .unwrap();
+    assert_eq!(positions.len(), 10);
+    for (i, (part, off)) in positions.iter().enumerate() {
+        assert_eq!(*part, (i % 2) as i32);
+        assert_eq!(*off, (i / 2) as i64, "record #{i}");
+    }
+    let starts: BTreeMap<i32, i64> = [(0, BEGINNING), (1, 3)].into();
+    let got = internal_log::read_to_end(&p, &topic, &starts, READ_TIMEOUT)
+        .await
+        .unwrap();
+    let got: Vec<(i32, i64, Vec<u8>)> = got
+        .into_iter()
+        .map(|r| (r.partition, r.offset, r.key.unwrap()))
+        .collect();
+    let mut expected: Vec<(i32, i64, Vec<u8>)> = Vec::new();
+    for (i, (part, off)) in positions.iter().enumerate() {
+        if *part == 0 || *off >= 3 {
+            expected.push((*part, *off, records[i].1.clone()));
+        }
+    }
+    let mut got_sorted = got.clone();
+    got_sorted.sort();
+    expected.sort();
+    assert_eq!(got_sorted, expected);
+
+    // read_to_end_with reports the true end of each partition.
+    let ends = internal_log::read_to_end_with(&p, &topic, &starts, READ_TIMEOUT, |_| {})
+        .await
+        .unwrap();
+    assert_eq!(ends, BTreeMap::from([(0, 5), (1, 5)]));
+    // Reading from exactly the end returns nothing and finishes.
+    let at_end: BTreeMap<i32, i64> = [(0, 5), (1, 5)].into();
+    let mut n = 0;
+    let ends = internal_log::read_to_end_with(&p, &topic, &at_end, READ_TIMEOUT, |_| n += 1)
+        .await
+        .unwrap();
+    assert_eq!((n, ends), (0, BTreeMap::from([(0, 5), (1, 5)])));
+    assert_eq!(
+        internal_log::partition_count(&p, &topic, READ_TIMEOUT)
+            .await
+            .unwrap(),
+        2
+    );
+}
+
+#[tokio::test]
+async fn internal_log_read_beyond_the_end_times_out_naming_the_partition() {
+    let s = stack();
+    let topic = unique("ilog-beyond");
+    create_topic(&s.b, &topic, 1, &[]).await;
+    let p = props(&s.b);
+    internal_log::append(&p, &topic, vec![(0, b"k".to_vec(), Some(b"v".to_vec()))])
+        .await
+        .unwrap();
+    let starts: BTreeMap<i32, i64> = [(0, 100)].into();
+    let err = internal_log::read_to_end(&p, &topic, &starts, Duration::from_secs(3))
+        .await
+        .unwrap_err();
+    let msg = err.to_string();
+    match err {
+        LogError::ReadTimeout { unfinished, .. } => {
+            assert_eq!(unfinished.len(), 1);
+            assert_eq!(unfinished[0].partition, 0);
+        }
+        // Real Kafka answers OFFSET_OUT_OF_RANGE and the consumer restarts at the log start,
+        // which then finishes; tansu stays silent.
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    assert!(msg.contains(&topic) && msg.contains("partition 0"), "{msg}");
+}
+
+#[tokio::test]
+async fn partition_count_of_a_missing_topic_does_not_create_it() {
+    let s = stack();
+    let topic = unique("ilog-missing");
+    let p = props(&s.b);
+    let err = internal_log::partition_count(&p, &topic, READ_TIMEOUT)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LogError::UnknownTopic { .. }), "{err:?}");
+    assert_eq!(common::partition_count(&s.b, &topic), None);
+}
+
+/// `cleanup.policy` of a topic, as the broker describes it.
+async fn cleanup_policy(bootstrap: &str, topic: &str) -> Option<String> {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    let results = admin
+        .describe_configs([&ResourceSpecifier::Topic(topic)], &AdminOptions::new())
+        .await
+        .unwrap();
+    let resource = results.into_iter().next().unwrap().unwrap();
+    resource.get("cleanup.policy").and_then(|e| e.value.clone())
+}
+
+async fn delete_topic(bootstrap: &str, topic: &str) {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    let r = admin
+        .delete_topics(&[topic], &AdminOptions::new())
+        .await
+        .unwrap();
+    assert!(r.iter().all(|r| r.is_ok()), "delete {topic}: {r:?}");
+    // Wait until the metadata no longer lists it.
+    for _ in 0..100 {
+        if common::partition_count(bootstrap, topic).is_none() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{topic} still listed after delete");
+}
+
+/// A worker config as `MirrorMakerConfig::worker_config` gives it, with unique topic names
+/// and replication factor 1 (tansu is a single broker).
+fn worker(prefix: &str) -> Props {
+    let mut w = Props::new();
+    for (k, v) in [
+        ("offset.storage.topic", unique(&format!("{prefix}-offsets"))),
+        ("status.storage.topic", unique(&format!("{prefix}-status"))),
+        ("config.storage.topic", unique(&format!("{prefix}-configs"))),
+        ("offset.storage.replication.factor", "1".to_string()),
+        ("status.storage.replication.factor", "1".to_string()),
+        ("config.storage.replication.factor", "1".to_string()),
+    ] {
+        w.insert(k.to_string(), v);
+    }
+    w
+}
+
+// §2.12 and §3: 25 / 5 / 1 partitions, cleanup.policy=compact; existing topics keep theirs.
+#[tokio::test]
+async fn worker_topics_are_created_compacted_with_connect_partition_counts() {
+    let s = stack();
+    let admin = props(&s.b);
+    let w = worker("wt");
+    let topics = ensure_worker_topics(&w, &admin).await.unwrap();
+    assert_eq!(topics.offsets, (w["offset.storage.topic"].clone(), 25));
+    assert_eq!(topics.status, (w["status.storage.topic"].clone(), 5));
+    assert_eq!(topics.configs, (w["config.storage.topic"].clone(), 1));
+    for (name, n) in [&topics.offsets, &topics.status, &topics.configs] {
+        assert_eq!(common::partition_count(&s.b, name), Some(*n), "{name}");
+        assert_eq!(
+            cleanup_policy(&s.b, name).await.as_deref(),
+            Some("compact"),
+            "{name}"
+        );
+    }
+    // Idempotent: a second call finds them.
+    assert_eq!(ensure_worker_topics(&w, &admin).await.unwrap(), topics);
+
+    // An existing offsets topic with another partition count is used as it is.
+    let mut w2 = worker("wt2");
+    w2.insert("status.storage.partitions".into(), "3".into());
+    create_topic(
+        &s.b,
+        &w2["offset.storage.topic"],
+        7,
+        &[("cleanup.policy", "compact")],
+    )
+    .await;
+    let t2 = ensure_worker_topics(&w2, &admin).await.unwrap();
+    assert_eq!((t2.offsets.1, t2.status.1, t2.configs.1), (7, 3, 1));
+}
+
+#[tokio::test]
+async fn worker_topics_that_are_not_compacted_or_multi_partition_configs_are_refused() {
+    let s = stack();
+    let admin = props(&s.b);
+    let w = worker("wt-bad");
+    create_topic(
+        &s.b,
+        &w["status.storage.topic"],
+        5,
+        &[("cleanup.policy", "delete")],
+    )
+    .await;
+    let err = ensure_worker_topics(&w, &admin).await.unwrap_err();
+    assert!(matches!(err, TopicError::NotCompact { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&w["status.storage.topic"]) && msg.contains("status.storage.topic"),
+        "{msg}"
+    );
+
+    let w = worker("wt-cfg");
+    create_topic(
+        &s.b,
+        &w["config.storage.topic"],
+        2,
+        &[("cleanup.policy", "compact")],
+    )
+    .await;
+    let err = ensure_worker_topics(&w, &admin).await.unwrap_err();
+    assert!(
+        matches!(err, TopicError::ConfigTopicPartitions { partitions: 2, .. }),
+        "{err:?}"
+    );
+}
+
+// §3 createCompactedTopic: created once, then "exists" is fine.
+#[tokio::test]
+async fn compacted_topic_for_connectors_is_created_once() {
+    let s = stack();
+    let admin = props(&s.b);
+    let topic = unique("heartbeats-like");
+    assert_eq!(
+        ensure_compacted_topic(&admin, &topic, 1, 1).await.unwrap(),
+        Creation::Created
+    );
+    assert_eq!(
+        ensure_compacted_topic(&admin, &topic, 1, 1).await.unwrap(),
+        Creation::Existed
+    );
+    assert_eq!(common::partition_count(&s.b, &topic), Some(1));
+    assert_eq!(
+        cleanup_policy(&s.b, &topic).await.as_deref(),
+        Some("compact")
+    );
+}
+
+fn src(topic: &str, partition: i32) -> SourcePartition {
+    SourcePartition::Source {
+        cluster: "A".into(),
+        topic: topic.into(),
+        partition,
+    }
+}
+
+struct OffsetsFixture {
+    bootstrap: String,
+    topic: String,
+    partitions: i32,
+    _dir: tempfile::TempDir,
+    state: Arc<dyn StateStore>,
+}
+
+impl OffsetsFixture {
+    async fn new() -> Self {
+        let s = stack();
+        let w = worker("os");
+        let topics = ensure_worker_topics(&w, &props(&s.b)).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let state: Arc<dyn StateStore> = Arc::new(LocalStateStore::new(dir.path()));
+        OffsetsFixture {
+            bootstrap: s.b.clone(),
+            topic: topics.offsets.0,
+            partitions: topics.offsets.1,
+            _dir: dir,
+            state,
+        }
+    }
+
+    fn store(&self, state: Arc<dyn StateStore>) -> OffsetStore {
+        OffsetStore::new(
+            &self.topic,
+            self.partitions,
+            props(&self.bootstrap),
+            props(&self.bootstrap),
+            state,
+            "A->B/MirrorSourceConnector/0/offsets-hint",
+        )
+        .with_read_timeout(READ_TIMEOUT)
+    }
+
+    /// A store with its own empty state: no hint, so a full read.
+    fn fresh_store(&self) -> (OffsetStore, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let state: Arc<dyn StateStore> = Arc::new(LocalStateStore::new(dir.path()));
+        (self.store(state), dir)
+    }
+}
+
+fn offsets_of(parts: &[SourcePartition], base: i64) -> BTreeMap<PartitionKey, i64> {
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (PartitionKey(p.clone()), base + i as i64))
+        .collect()
+}
+
+// §4.7: commit, then a fresh store (full read) finds the same offsets; records sit on the
+// murmur2 partition with Connect's exact key and value bytes.
+#[tokio::test]
+async fn offsets_commit_then_load_round_trips_on_the_murmur2_partition() {
+    let f = OffsetsFixture::new().await;
+    let parts: Vec<SourcePartition> = (0..6).map(|p| src("t1", p)).collect();
+    let mut store = f.store(f.state.clone());
+    let first = store.load(&parts).await.unwrap();
+    assert!(first.offsets.is_empty() && first.full_read);
+    let offsets = offsets_of(&parts, 40);
+    assert_eq!(store.commit(&offsets).await.unwrap(), 6);
+    // Unchanged values are not written again.
+    assert_eq!(store.commit(&offsets).await.unwrap(), 0);
+
+    let (mut fresh, _dir) = f.fresh_store();
+    let loaded = fresh.load(&parts).await.unwrap();
+    assert!(loaded.full_read);
+    assert_eq!(loaded.offsets, offsets);
+
+    let records = consume_all(&f.bootstrap, &f.topic, f.partitions).await;
+    assert_eq!(records.len(), 6, "one record per changed key: {records:?}");
+    for (i, p) in parts.iter().enumerate() {
+        let key = p.key_bytes("MirrorSourceConnector");
+        let r = records
+            .iter()
+            .find(|r| r.key.as_deref() == Some(key.as_slice()))
+            .expect("record for key");
+        assert_eq!(
+            r.partition,
+            offsets_partition(&key, 25),
+            "partition of {p:?}"
+        );
+        assert_eq!(
+            r.value.as_deref(),
+            Some(offset_value_bytes(40 + i as i64).as_slice())
+        );
+    }
+    // The §4.7 example key lands on partition 4 of 25.
+    let r = records
+        .iter()
+        .find(|r| {
+            r.key.as_deref()
+                == Some(
+                    br#"["MirrorSourceConnector",{"cluster":"A","partition":0,"topic":"t1"}]"#
+                        .as_slice(),
+                )
+        })
+        .unwrap();
+    assert_eq!(r.partition, 4);
+}
+
+// The position hint bounds start-up by what changed since the last slice, not by history.
+#[tokio::test]
+async fn hinted_load_reads_far_fewer_records_and_agrees_with_a_full_read() {
+    let f = OffsetsFixture::new().await;
+    // 30 keys on 25 partitions: some share a partition, so commits write multi-record
+    // batches, whose end tansu's ListOffsets under-reports.
+    let parts: Vec<SourcePartition> = (0..30).map(|p| src("orders", p)).collect();
+    let mut store = f.store(f.state.clone());
+    store.load(&parts).await.unwrap();
+    for round in 0..50 {
+        store
+            .commit(&offsets_of(&parts, round * 100))
+            .await
+            .unwrap();
+    }
+    let expected = offsets_of(&parts, 49 * 100);
+
+    let mut hinted = f.store(f.state.clone());
+    let with_hint = hinted.load(&parts).await.unwrap();
+    let (mut full, _dir) = f.fresh_store();
+    let without_hint = full.load(&parts).await.unwrap();
+    eprintln!(
+        "records_read: with hint {}, without hint {} (50 commits of {} keys)",
+        with_hint.records_read,
+        without_hint.records_read,
+        parts.len()
+    );
+    assert!(!with_hint.full_read);
+    assert!(without_hint.full_read);
+    assert_eq!(with_hint.offsets, expected);
+    assert_eq!(without_hint.offsets, expected);
+    assert_eq!(without_hint.records_read, 50 * parts.len());
+    assert!(
+        with_hint.records_read * 10 <= without_hint.records_read,
+        "with hint {} vs without {}",
+        with_hint.records_read,
+        without_hint.records_read
+    );
+}
+
+// A hint pointing past the end (the topic was deleted and recreated) falls back to a full read.
+#[tokio::test]
+async fn hint_past_the_end_of_a_recreated_topic_falls_back_to_a_full_read() {
+    let f = OffsetsFixture::new().await;
+    let parts: Vec<SourcePartition> = (0..4).map(|p| src("recreated", p)).collect();
+    let mut store = f.store(f.state.clone());
+    store.load(&parts).await.unwrap();
+    for round in 0..5 {
+        store.commit(&offsets_of(&parts, round * 10)).await.unwrap();
+    }
+    delete_topic(&f.bootstrap, &f.topic).await;
+    create_topic(
+        &f.bootstrap,
+        &f.topic,
+        f.partitions,
+        &[("cleanup.policy", "compact")],
+    )
+    .await;
+    // One key gets a value in the new topic; the others have none any more.
+    let key = parts[0].key_bytes("MirrorSourceConnector");
+    let p = offsets_partition(&key, f.partitions);
+    internal_log::append(
+        &props(&f.bootstrap),
+        &f.topic,
+        vec![(p, key, Some(offset_value_bytes(7)))],
+    )
+    .await
+    .unwrap();
+
+    let mut after = f.store(f.state.clone());
+    let loaded = after.load(&parts).await.unwrap();
+    assert!(loaded.full_read, "the stale hint must not be used");
+    assert_eq!(
+        loaded.offsets,
+        BTreeMap::from([(PartitionKey(parts[0].clone()), 7)])
+    );
+}
+
+// Records written by someone else after our hint (Java MM2, an offset reset) are seen, and a
+// tombstone deletes the offset.
+#[tokio::test]
+async fn records_written_by_others_after_the_hint_are_seen_and_tombstones_delete() {
+    let f = OffsetsFixture::new().await;
+    let parts: Vec<SourcePartition> = (0..3).map(|p| src("shared", p)).collect();
+    let mut store = f.store(f.state.clone());
+    store.load(&parts).await.unwrap();
+    store.commit(&offsets_of(&parts, 100)).await.unwrap();
+
+    let log = props(&f.bootstrap);
+    let place = |sp: &SourcePartition| {
+        let k = sp.key_bytes("MirrorSourceConnector");
+        (offsets_partition(&k, f.partitions), k)
+    };
+    // "Java MM2" moves partition 1 on; someone deletes partition 2's offset.
+    let (p1, k1) = place(&parts[1]);
+    let (p2, k2) = place(&parts[2]);
+    internal_log::append(
+        &log,
+        &f.topic,
+        vec![(p1, k1, Some(offset_value_bytes(999)))],
+    )
+    .await
+    .unwrap();
+    internal_log::append(&log, &f.topic, vec![(p2, k2, None)])
+        .await
+        .unwrap();
+
+    let mut next = f.store(f.state.clone());
+    let loaded = next.load(&parts).await.unwrap();
+    assert!(!loaded.full_read);
+    assert_eq!(
+        loaded.offsets,
+        BTreeMap::from([
+            (PartitionKey(parts[0].clone()), 100),
+            (PartitionKey(parts[1].clone()), 999),
+        ])
+    );
+    assert!(
+        loaded.records_read <= 6,
+        "read {} records",
+        loaded.records_read
+    );
+    // A full read agrees.
+    let (mut full, _dir) = f.fresh_store();
+    assert_eq!(full.load(&parts).await.unwrap().offsets, loaded.offsets);
+}
+
+// Someone else writes one of our keys between our load and our commit, on the partition our
+// commit then writes to: the hint must not skip their record.
+#[tokio::test]
+async fn a_write_by_others_between_load_and_commit_is_not_skipped() {
+    let f = OffsetsFixture::new().await;
+    // Two of our keys on the same offsets-topic partition.
+    let all: Vec<SourcePartition> = (0..200).map(|p| src("interleaved", p)).collect();
+    let part_of = |sp: &SourcePartition| {
+        offsets_partition(&sp.key_bytes("MirrorSourceConnector"), f.partitions)
+    };
+    let (a, b) = all
+        .iter()
+        .enumerate()
+        .find_map(|(i, x)| {
+            all[i + 1..]
+                .iter()
+                .find(|y| part_of(x) == part_of(y))
+                .map(|y| (x.clone(), y.clone()))
+        })
+        .expect("two keys on one partition");
+    let parts = vec![a.clone(), b.clone()];
+    let mut store = f.store(f.state.clone());
+    store.load(&parts).await.unwrap();
+    store.commit(&offsets_of(&parts, 100)).await.unwrap();
+
+    internal_log::append(
+        &props(&f.bootstrap),
+        &f.topic,
+        vec![(
+            part_of(&a),
+            a.key_bytes("MirrorSourceConnector"),
+            Some(offset_value_bytes(555)),
+        )],
+    )
+    .await
+    .unwrap();
+    store
+        .commit(&BTreeMap::from([(PartitionKey(b.clone()), 1000)]))
+        .await
+        .unwrap();
+
+    let mut next = f.store(f.state.clone());
+    let loaded = next.load(&parts).await.unwrap();
+    assert!(!loaded.full_read);
+    assert_eq!(
+        loaded.offsets,
+        BTreeMap::from([(PartitionKey(a), 555), (PartitionKey(b), 1000)])
+    );
+}
+
+// Connect status records: keys, JSON and placement Java's status store expects.
+#[tokio::test]
+async fn status_records_decode_with_connect_status_and_sit_on_the_murmur2_partition() {
+    let s = stack();
+    let w = worker("st");
+    let topics = ensure_worker_topics(&w, &props(&s.b)).await.unwrap();
+    let (topic, partitions) = topics.status.clone();
+    let store = StatusStore::new(&topic, partitions, props(&s.b), props(&s.b));
+    let running = Status {
+        state: State::Running,
+        trace: None,
+        worker_id: "A->B".into(),
+        generation: 3,
+    };
+    let failed = Status {
+        state: State::Failed,
+        trace: Some("gap: t1-0 offsets 10..20 were deleted".into()),
+        worker_id: "A->B".into(),
+        generation: 3,
+    };
+    store
+        .put_connector("MirrorSourceConnector", &running)
+        .await
+        .unwrap();
+    store
+        .put_task("MirrorSourceConnector", 0, &running)
+        .await
+        .unwrap();
+    store
+        .put_task("MirrorSourceConnector", 1, &failed)
+        .await
+        .unwrap();
+    let report = serde_json::json!({"records": 12, "caught_up": true});
+    store
+        .put_slice_report("MirrorSourceConnector", 0, &report)
+        .await
+        .unwrap();
+    // A later status of the same task replaces the earlier one for readers.
+    let unassigned = Status {
+        state: State::Unassigned,
+        ..running.clone()
+    };
+    store
+        .put_task("MirrorSourceConnector", 0, &unassigned)
+        .await
+        .unwrap();
+
+    let all = store.read_all(READ_TIMEOUT).await.unwrap();
+    assert_eq!(all.len(), 4, "{:?}", all.keys().collect::<Vec<_>>());
+    let decode = |k: &str| connect_status::decode_record(k, all[k].as_deref()).unwrap();
+    assert_eq!(
+        decode("status-connector-MirrorSourceConnector"),
+        StatusRecord::Connector {
+            connector: "MirrorSourceConnector".into(),
+            status: Some(running.clone())
+        }
+    );
+    assert_eq!(
+        decode("status-task-MirrorSourceConnector-0"),
+        StatusRecord::Task {
+            connector: "MirrorSourceConnector".into(),
+            task: 0,
+            status: Some(unassigned)
+        }
+    );
+    assert_eq!(
+        decode("status-task-MirrorSourceConnector-1"),
+        StatusRecord::Task {
+            connector: "MirrorSourceConnector".into(),
+            task: 1,
+            status: Some(failed)
+        }
+    );
+    let r: serde_json::Value = serde_json::from_slice(
+        all["mirrorslice-report-MirrorSourceConnector-0"]
+            .as_deref()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(r, report);
+
+    for rec in consume_all(&s.b, &topic, partitions).await {
+        let key = rec.key.unwrap();
+        assert_eq!(
+            rec.partition,
+            offsets_partition(&key, partitions),
+            "{}",
+            String::from_utf8_lossy(&key)
+        );
+    }
+}
+
+// Configs are written once, in Java's order, and again only when they change.
+#[tokio::test]
+async fn config_store_writes_once_and_again_only_on_change() {
+    let s = stack();
+    let w = worker("cs");
+    let topics = ensure_worker_topics(&w, &props(&s.b)).await.unwrap();
+    let topic = topics.configs.0.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let state: Arc<dyn StateStore> = Arc::new(LocalStateStore::new(dir.path()));
+    let store = ConfigStore::new(&topic, props(&s.b), props(&s.b), state.clone())
+        .with_read_timeout(READ_TIMEOUT);
+    let p = |pairs: &[(&str, &str)]| -> Props {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let connector = p(&[
+        (
+            "connector.class",
+            "org.apache.kafka.connect.mirror.MirrorSourceConnector",
+        ),
+        ("source.cluster.alias", "A"),
+    ]);
+    let tasks = vec![
+        p(&[
+            ("task.assigned.partitions", "t1-0,t1-2"),
+            ("task.index", "0"),
+        ]),
+        p(&[("task.assigned.partitions", "t1-1"), ("task.index", "1")]),
+    ];
+    let hash_key = "A->B/MirrorSourceConnector/config-hash";
+    assert!(store
+        .put_connector_and_tasks("MirrorSourceConnector", &connector, &tasks, hash_key)
+        .await
+        .unwrap());
+    let after_first = store.read_all(READ_TIMEOUT).await.unwrap();
+    let keys: Vec<String> = after_first
+        .iter()
+        .map(|r| String::from_utf8(r.key.clone().unwrap()).unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "connector-MirrorSourceConnector",
+            "task-MirrorSourceConnector-0",
+            "task-MirrorSourceConnector-1",
+            "commit-MirrorSourceConnector",
+            "target-state-MirrorSourceConnector"
+        ]
+    );
+    let decoded: Vec<ConfigRecord> = after_first
+        .iter()
+        .map(|r| {
+            connect_config::decode_record(
+                &String::from_utf8_lossy(r.key.as_deref().unwrap()),
+                r.value.as_deref(),
+            )
+            .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        decoded[3],
+        ConfigRecord::TasksCommit {
+            connector: "MirrorSourceConnector".into(),
+            tasks: 2
+        }
+    );
+
+    // Unchanged: nothing written (hash path), and with lost state (full-read path).
+    assert!(!store
+        .put_connector_and_tasks("MirrorSourceConnector", &connector, &tasks, hash_key)
+        .await
+        .unwrap());
+    let other_dir = tempfile::tempdir().unwrap();
+    let lost: Arc<dyn StateStore> = Arc::new(LocalStateStore::new(other_dir.path()));
+    let no_state = ConfigStore::new(&topic, props(&s.b), props(&s.b), lost.clone())
+        .with_read_timeout(READ_TIMEOUT);
+    assert!(!no_state
+        .put_connector_and_tasks("MirrorSourceConnector", &connector, &tasks, hash_key)
+        .await
+        .unwrap());
+    assert!(
+        lost.get(hash_key).unwrap().is_some(),
+        "the fallback stores the hash it verified"
+    );
+    assert_eq!(store.read_all(READ_TIMEOUT).await.unwrap().len(), 5);
+
+    // A task config changes: everything is written again and readers see the new tasks.
+    let mut changed = tasks.clone();
+    changed[1].insert("task.assigned.partitions".into(), "t1-1,t1-3".into());
+    assert!(store
+        .put_connector_and_tasks("MirrorSourceConnector", &connector, &changed, hash_key)
+        .await
+        .unwrap());
+    assert_eq!(store.read_all(READ_TIMEOUT).await.unwrap().len(), 10);
+    let stored = store.read_connector("MirrorSourceConnector").await.unwrap();
+    assert_eq!(stored.config.as_ref(), Some(&connector));
+    assert_eq!(stored.tasks, changed);
+}
