@@ -74,6 +74,9 @@ const IGNORED: &[&str] = &[
     "socket.connection.setup.timeout.max.ms",
     "enable.metrics.push",
     "forwarding.admin.class",
+    // MM2's `admin.timeout.ms` arrives at admin clients as `timeout.ms` through the `admin.`
+    // client prefix (§2.6); Java's admin ignores it, librdkafka would reject it.
+    "timeout.ms",
 ];
 
 /// Same meaning, different name.
@@ -325,6 +328,7 @@ mod tests {
     #[test]
     fn java_only_keys_are_dropped_and_listed() {
         let t = translate(&props(&[
+            ("timeout.ms", "60000"),
             ("max.poll.records", "500"),
             (
                 "key.deserializer",
@@ -333,7 +337,10 @@ mod tests {
         ]))
         .unwrap();
         assert!(t.settings.is_empty());
-        assert_eq!(t.ignored, vec!["key.deserializer", "max.poll.records"]);
+        assert_eq!(
+            t.ignored,
+            vec!["key.deserializer", "max.poll.records", "timeout.ms"]
+        );
     }
 
     #[test]

@@ -2,3 +2,4 @@
 
 pub mod offset_sync_writer;
 pub mod task;
+pub mod connector;
