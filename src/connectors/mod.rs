@@ -2,3 +2,4 @@
 //! task gets what) and task-level work (copy records, translate offsets, emit heartbeats).
 
 pub mod source;
+pub mod checkpoint;
