@@ -12,6 +12,7 @@
 //! The CLI uses [`local::LocalLeaseStore`] (kernel file locks under the state directory); the
 //! Lambda function uses DynamoDB.
 
+pub mod dynamodb;
 pub mod local;
 
 use async_trait::async_trait;
