@@ -21,5 +21,6 @@ pub mod mirror_client;
 pub mod plan;
 pub mod policy;
 pub mod report;
+pub mod slice;
 pub mod state;
 pub mod wire;

@@ -426,3 +426,108 @@ pub async fn consume_n(
     })
     .await
 }
+
+/// Deletes `topic` and waits until metadata no longer lists it.
+pub async fn delete_topic(bootstrap: &str, topic: &str) {
+    let admin: AdminClient<DefaultClientContext> =
+        client_config(bootstrap).create().expect("admin client");
+    let opts = AdminOptions::new().operation_timeout(Some(REQUEST_TIMEOUT));
+    let results = admin
+        .delete_topics(&[topic], &opts)
+        .await
+        .unwrap_or_else(|e| panic!("delete topic {topic} on {bootstrap}: {e}"));
+    for r in results {
+        if let Err((name, code)) = r {
+            panic!("delete topic {name} on {bootstrap}: {code:?}");
+        }
+    }
+    let (bootstrap, topic) = (bootstrap.to_string(), topic.to_string());
+    blocking(move || {
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        while partition_count(&bootstrap, &topic).is_some() {
+            assert!(
+                Instant::now() < deadline,
+                "{topic} still listed after delete"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    })
+    .await
+}
+
+/// The configs `describe_configs` reports for a topic, by name.
+pub async fn describe_topic_configs(
+    bootstrap: &str,
+    topic: &str,
+) -> std::collections::BTreeMap<String, String> {
+    use rdkafka::admin::ResourceSpecifier;
+    let admin: AdminClient<DefaultClientContext> =
+        client_config(bootstrap).create().expect("admin client");
+    let opts = AdminOptions::new().request_timeout(Some(REQUEST_TIMEOUT));
+    let results = admin
+        .describe_configs([&ResourceSpecifier::Topic(topic)], &opts)
+        .await
+        .unwrap_or_else(|e| panic!("describe configs {topic}: {e}"));
+    let resource = results
+        .into_iter()
+        .next()
+        .expect("one result")
+        .unwrap_or_else(|e| panic!("describe configs {topic}: {e:?}"));
+    resource
+        .entries
+        .into_iter()
+        .filter_map(|e| e.value.map(|v| (e.name, v)))
+        .collect()
+}
+
+/// Latest JSON value per key of a Connect status topic (5 partitions), tombstones removed.
+pub async fn read_status(
+    bootstrap: &str,
+    topic: &str,
+) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let partitions = partition_count(bootstrap, topic).expect("status topic exists");
+    let mut latest = std::collections::BTreeMap::new();
+    for r in consume_all(bootstrap, topic, partitions).await {
+        let key = String::from_utf8(r.key.clone().expect("status keys are set")).unwrap();
+        match r.value {
+            Some(v) => {
+                latest.insert(
+                    key,
+                    serde_json::from_slice(&v).expect("status value is JSON"),
+                );
+            }
+            None => {
+                latest.remove(&key);
+            }
+        }
+    }
+    latest
+}
+
+/// How many records `topic` holds right now, by reading to the end once; 0 if it does not
+/// exist yet. For polling progress while another process writes.
+pub async fn consume_count_quick(bootstrap: &str, topic: &str, partitions: i32) -> usize {
+    if partition_count(bootstrap, topic).is_none() {
+        return 0;
+    }
+    consume_all(bootstrap, topic, partitions).await.len()
+}
+
+/// Whether any partition of `topic` has records (cheap: watermarks only). False when the topic
+/// does not exist yet.
+pub async fn has_records(bootstrap: &str, topic: &str, partitions: i32) -> bool {
+    let (bootstrap, topic) = (bootstrap.to_string(), topic.to_string());
+    blocking(move || {
+        if partition_count(&bootstrap, &topic).is_none() {
+            return false;
+        }
+        let consumer: BaseConsumer = client_config(&bootstrap).create().expect("client");
+        (0..partitions).any(|p| {
+            consumer
+                .fetch_watermarks(&topic, p, REQUEST_TIMEOUT)
+                .map(|(_, high)| high > 0)
+                .unwrap_or(false)
+        })
+    })
+    .await
+}

@@ -32,7 +32,7 @@
 
 use super::offset_sync_writer::OffsetSyncWriter;
 use crate::config::Props;
-use crate::kafka::{build_error, client_config, ClientError};
+use crate::kafka::{build_error, client_config, ClientError, MirrorContext};
 use crate::wire::offset_sync::OffsetSync;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -233,14 +233,28 @@ enum AckState {
     Failed,
 }
 
+/// A record sent to the target and not yet retired.
+#[derive(Debug, Clone, Copy)]
+struct InFlight {
+    upstream: i64,
+    state: AckState,
+    size: u64,
+    timestamp: Option<i64>,
+}
+
 /// In-order acknowledgement tracking for one partition.
 #[derive(Debug, Default)]
 struct PartitionAcks {
-    /// Sent, not yet retired records: (upstream offset, state), in send order.
-    in_flight: VecDeque<(i64, AckState)>,
+    /// Sent, not yet retired records, in send order.
+    in_flight: VecDeque<InFlight>,
     /// Last upstream offset whose record and all earlier ones were acknowledged.
     committable: Option<i64>,
     failure: Option<(i64, String)>,
+    /// Records and bytes retired as acknowledged: what the slice actually replicated.
+    acked_records: u64,
+    acked_bytes: u64,
+    newest_timestamp: Option<i64>,
+    oldest_timestamp: Option<i64>,
 }
 
 /// Shared between the copy loop and the producer's delivery callback.
@@ -253,10 +267,13 @@ struct AckTracker {
 }
 
 impl AckTracker {
-    fn sent(&mut self, idx: usize, upstream: i64) {
-        self.partitions[idx]
-            .in_flight
-            .push_back((upstream, AckState::Pending));
+    fn sent(&mut self, idx: usize, upstream: i64, size: u64, timestamp: Option<i64>) {
+        self.partitions[idx].in_flight.push_back(InFlight {
+            upstream,
+            state: AckState::Pending,
+            size,
+            timestamp,
+        });
         self.outstanding += 1;
     }
 
@@ -264,8 +281,8 @@ impl AckTracker {
         self.outstanding = self.outstanding.saturating_sub(1);
         let p = &mut self.partitions[idx];
         // Reports usually arrive in send order, so the entry is at or near the front.
-        if let Some(entry) = p.in_flight.iter_mut().find(|(u, _)| *u == upstream) {
-            entry.1 = match &result {
+        if let Some(entry) = p.in_flight.iter_mut().find(|r| r.upstream == upstream) {
+            entry.state = match &result {
                 Ok(down) => AckState::Acked(*down),
                 Err(_) => AckState::Failed,
             };
@@ -275,9 +292,21 @@ impl AckTracker {
                 p.failure = Some((upstream, reason));
             }
         }
-        while let Some((up, AckState::Acked(down))) = p.in_flight.front().copied() {
+        while let Some(InFlight {
+            upstream: up,
+            state: AckState::Acked(down),
+            size,
+            timestamp,
+        }) = p.in_flight.front().copied()
+        {
             p.in_flight.pop_front();
             p.committable = Some(up);
+            p.acked_records += 1;
+            p.acked_bytes += size;
+            if let Some(t) = timestamp {
+                p.newest_timestamp = Some(p.newest_timestamp.map_or(t, |n| n.max(t)));
+                p.oldest_timestamp = Some(p.oldest_timestamp.map_or(t, |o| o.min(t)));
+            }
             self.acknowledged.push((idx, up, down));
         }
     }
@@ -287,7 +316,14 @@ struct CopyContext {
     tracker: Arc<Mutex<AckTracker>>,
 }
 
-impl ClientContext for CopyContext {}
+impl ClientContext for CopyContext {
+    fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
+        MirrorContext.log(level, fac, message)
+    }
+    fn error(&self, error: KafkaError, reason: &str) {
+        MirrorContext.error(error, reason)
+    }
+}
 
 /// Delivery opaque: which partition (by index) and which upstream offset.
 type SentRecord = Box<(usize, i64)>;
@@ -312,7 +348,14 @@ struct SyncContext {
     completed: Arc<Mutex<u64>>,
 }
 
-impl ClientContext for SyncContext {}
+impl ClientContext for SyncContext {
+    fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
+        MirrorContext.log(level, fac, message)
+    }
+    fn error(&self, error: KafkaError, reason: &str) {
+        MirrorContext.error(error, reason)
+    }
+}
 
 impl ProducerContext for SyncContext {
     type DeliveryOpaque = ();
@@ -459,10 +502,10 @@ fn copy(
         .entry("group.id".into())
         .or_insert_with(|| "mirrorslice-replication".into());
     let consumer_role = format!("{task}|replication-consumer");
-    let consumer: Arc<BaseConsumer> = Arc::new(
+    let consumer: Arc<BaseConsumer<MirrorContext>> = Arc::new(
         client_config(&consumer_role, &consumer_props)
             .map_err(Box::new)?
-            .create()
+            .create_with_context(MirrorContext)
             .map_err(|e| Box::new(build_error(&consumer_role, e)))?,
     );
 
@@ -797,23 +840,41 @@ fn copy(
         }
     }
 
-    // Lag: how far each partition's log end is past what we committed.
-    for run in runs.iter_mut() {
-        run.report.caught_up = run.at_end && !run.done;
-        let next = committed.get(&run.tp).map(|o| o + 1).or(run.next);
-        run.report.end_offset = next;
+    // Figures count only what was acknowledged and committed. A partition is caught up when
+    // the consumer reached its end AND everything read was acknowledged: a slice that ran out
+    // of time with records in flight is not caught up, whatever the consumer saw.
+    let acks = tracker.lock().expect("ack tracker poisoned");
+    for (idx, run) in runs.iter_mut().enumerate() {
+        let p = &acks.partitions[idx];
+        run.report.records = p.acked_records;
+        run.report.bytes = p.acked_bytes;
+        run.report.newest_record_timestamp_ms = p.newest_timestamp;
+        run.report.oldest_record_timestamp_ms = p.oldest_timestamp;
+        let committed_next = committed
+            .get(&run.tp)
+            .map(|o| o + 1)
+            .or(run.report.start_offset);
+        run.report.end_offset = committed_next.or(run.next);
+        run.report.caught_up =
+            run.at_end && !run.done && p.in_flight.is_empty() && p.failure.is_none();
         run.report.lag = if run.report.caught_up {
             Some(0)
         } else {
-            match (
-                next,
-                consumer.fetch_watermarks(&run.tp.0, run.tp.1, Duration::from_secs(2)),
-            ) {
-                (Some(n), Ok((_, high))) => Some((high - n).max(0)),
+            // Records read but not acknowledged are lag for certain; the broker's end offset
+            // may show more (some brokers report it low, so take the larger).
+            let read_to = run.next;
+            let listed = consumer
+                .fetch_watermarks(&run.tp.0, run.tp.1, Duration::from_secs(2))
+                .ok()
+                .map(|(_, high)| high);
+            match (committed_next, read_to.max(listed)) {
+                (Some(n), Some(end)) => Some((end - n).max(0)),
+                (None, Some(end)) => Some(end.max(0)),
                 _ => None,
             }
         };
     }
+    drop(acks);
     outcome.partitions = runs.iter().map(|r| r.report.clone()).collect();
     result
 }
@@ -843,11 +904,12 @@ fn forward(
     };
     let key = msg.key();
     let payload = msg.payload();
+    let size = (key.map_or(0, |k| k.len()) + payload.map_or(0, |p| p.len())) as u64;
 
     tracker
         .lock()
         .expect("ack tracker poisoned")
-        .sent(idx, upstream);
+        .sent(idx, upstream, size, timestamp);
     let mut record: BaseRecord<'_, [u8], [u8], SentRecord> =
         BaseRecord::with_opaque_to(&run.remote, Box::new((idx, upstream))).partition(run.tp.1);
     if let Some(k) = key {
@@ -880,21 +942,6 @@ fn forward(
         }
     }
 
-    let size = key.map_or(0, |k| k.len()) + payload.map_or(0, |p| p.len());
-    run.report.records += 1;
-    run.report.bytes += size as u64;
-    if let Some(t) = timestamp {
-        run.report.newest_record_timestamp_ms = Some(
-            run.report
-                .newest_record_timestamp_ms
-                .map_or(t, |n| n.max(t)),
-        );
-        run.report.oldest_record_timestamp_ms = Some(
-            run.report
-                .oldest_record_timestamp_ms
-                .map_or(t, |o| o.min(t)),
-        );
-    }
     if run.report.start_offset.is_none() {
         run.report.start_offset = Some(upstream);
     }
@@ -904,7 +951,7 @@ fn forward(
     Ok(())
 }
 
-fn position_of(consumer: &BaseConsumer, tp: &TopicPartition) -> Option<i64> {
+fn position_of(consumer: &BaseConsumer<MirrorContext>, tp: &TopicPartition) -> Option<i64> {
     let positions = consumer.position().ok()?;
     match positions.find_partition(&tp.0, tp.1)?.offset() {
         Offset::Offset(o) => Some(o),
@@ -914,7 +961,7 @@ fn position_of(consumer: &BaseConsumer, tp: &TopicPartition) -> Option<i64> {
 
 /// Classify an OFFSET_OUT_OF_RANGE answer by the current log bounds.
 fn out_of_range_gap(
-    consumer: &BaseConsumer,
+    consumer: &BaseConsumer<MirrorContext>,
     spec: &SourceTaskSpec,
     run: &PartitionRun,
     timeout: Duration,
@@ -952,7 +999,7 @@ fn out_of_range_gap(
 }
 
 fn reposition(
-    consumer: &Arc<BaseConsumer>,
+    consumer: &Arc<BaseConsumer<MirrorContext>>,
     run: &mut PartitionRun,
     offset: i64,
 ) -> Result<(), TaskError> {
@@ -1109,7 +1156,7 @@ mod tests {
     fn committable_advances_only_over_contiguous_acks() {
         let mut t = tracker(1);
         for up in 10..15 {
-            t.sent(0, up);
+            t.sent(0, up, 1, None);
         }
         t.completed(0, 11, Ok(101));
         assert_eq!(t.partitions[0].committable, None, "10 still outstanding");
@@ -1133,8 +1180,8 @@ mod tests {
     #[test]
     fn partitions_are_tracked_independently() {
         let mut t = tracker(2);
-        t.sent(0, 0);
-        t.sent(1, 0);
+        t.sent(0, 0, 1, None);
+        t.sent(1, 0, 1, None);
         t.completed(1, 0, Ok(7));
         assert_eq!(t.partitions[1].committable, Some(0));
         assert_eq!(t.partitions[0].committable, None);

@@ -1,0 +1,558 @@
+//! One slice of one herder pair: what an always-on MM2 worker does, in bounded time.
+//!
+//! The life of a slice, in order:
+//!
+//! 1. **Settings.** Resolve the pair's connector and worker configs exactly as MM2 would, and our
+//!    own `mirrorslice.*` settings; fix the deadline (the earlier of `--max-duration` and the
+//!    caller's hard deadline, e.g. Lambda's) and stop consuming `mirrorslice.commit.margin`
+//!    before it, leaving that time to flush, commit, write status and release leases.
+//! 2. **Worker topics.** Make sure `mm2-configs|offsets|status.<source>.internal` exist on the
+//!    target, as the Connect worker does at start.
+//! 3. **Connector phase**, under the connector lease (concurrent invocations of one flow take
+//!    turns; it is quick and idempotent): discover topics, create remote topics with their
+//!    configs, sync configs and ACLs when due, assign partitions to tasks, and write connector
+//!    and task configs to the config topic when they changed.
+//! 4. **Tasks.** For each task whose lease this invocation wins: load its stored offsets (bounded
+//!    by a position hint, not by history), copy until caught up or until the stop time,
+//!    committing every `offset.flush.interval.ms` and at the end. Tasks held by another
+//!    invocation are reported as such and left alone.
+//! 5. **Status and report.** Task status (UNASSIGNED when a task stopped cleanly, FAILED with a
+//!    trace otherwise) and one slice-report record per task go to the status topic; leases are
+//!    released; the [`SliceReport`] is returned.
+
+use crate::config::connector::{ClientKind, ClusterSide};
+use crate::config::slice::SliceSettings;
+use crate::config::{ConfigError, ConnectorKind, MirrorMakerConfig, Props, SourceAndTarget};
+use crate::connect::config_store::ConfigStore;
+use crate::connect::internal_topics::{ensure_worker_topics, WorkerTopics};
+use crate::connect::offset_store::{OffsetStore, PartitionKey};
+use crate::connect::status_store::{StatusStore, StatusUpdate};
+use crate::connectors::source::connector::{run_source_connector_phase, SyncRun};
+use crate::connectors::source::task::{
+    run_source_task, SourceTaskSpec, TaskError, TaskHooks, TopicPartition,
+};
+use crate::lease::{connector_key, task_key, HeldLease, LeaseStore, Ownership};
+use crate::plan::pair_configs;
+use crate::report::{ConnectorActivity, SliceReport, TaskReport};
+use crate::state::StateStore;
+use crate::wire::connect_offsets::SourcePartition;
+use crate::wire::connect_status::{State, Status};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long a lease is granted per renewal, and the safety margin before its expiry.
+pub const LEASE_TTL: Duration = Duration::from_secs(30);
+pub const LEASE_SAFETY: Duration = Duration::from_secs(5);
+
+/// What a slice runs with: where state and leases live, and who we are.
+#[derive(Clone)]
+pub struct SliceEnv {
+    pub state: Arc<dyn StateStore>,
+    pub leases: Arc<dyn LeaseStore>,
+    /// Lease owner id of this process.
+    pub owner: String,
+}
+
+/// Per-invocation overrides.
+#[derive(Debug, Clone, Default)]
+pub struct SliceRequest {
+    /// `--max-duration`: overrides `mirrorslice.slice.max.duration`.
+    pub max_duration: Option<Duration>,
+    /// A hard deadline from the caller (Lambda's invocation deadline minus its safety margin).
+    pub deadline: Option<Instant>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SliceError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("{flow}: {message}")]
+    Setup { flow: String, message: String },
+}
+
+fn setup(flow: &SourceAndTarget, e: impl std::fmt::Display) -> SliceError {
+    SliceError::Setup {
+        flow: flow.to_string(),
+        message: e.to_string(),
+    }
+}
+
+/// Client settings the Connect worker itself uses for `kind` ("producer", "consumer", "admin"):
+/// the worker's client keys, then its `<kind>.`-prefixed keys (§2.4).
+fn worker_client_props(worker: &Props, kind: &str) -> Props {
+    let mut props: Props = worker
+        .iter()
+        .filter(|(k, _)| crate::config::mm2::is_client_config_name(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let prefix = format!("{kind}.");
+    for (k, v) in worker {
+        if let Some(stripped) = k.strip_prefix(&prefix) {
+            props.insert(stripped.to_string(), v.clone());
+        }
+    }
+    props
+}
+
+/// Run one slice of `pair`. Errors before any task starts (configuration, unreachable cluster)
+/// are returned; task failures are in the report (`ok: false`).
+pub async fn run_slice(
+    mm: &MirrorMakerConfig,
+    pair: &SourceAndTarget,
+    env: &SliceEnv,
+    request: &SliceRequest,
+) -> Result<SliceReport, SliceError> {
+    let started = Instant::now();
+    let started_at = chrono::Utc::now();
+    let settings = SliceSettings::for_pair(mm, pair)?;
+    let max = request.max_duration.unwrap_or(settings.max_duration);
+    let deadline = match request.deadline {
+        Some(d) => d.min(started + max),
+        None => started + max,
+    };
+    let stop_at = deadline
+        .checked_sub(settings.commit_margin)
+        .unwrap_or(started)
+        .max(started);
+    let flow = pair.to_string();
+    let span = tracing::info_span!("slice", flow = %flow);
+    let _enter = span.enter();
+
+    let configs = pair_configs(mm, pair)?;
+    let source_cfg = &configs.source;
+    let connector = ConnectorKind::Source.simple_name();
+    let worker = &configs.worker;
+
+    let mut report = SliceReport {
+        flow: flow.clone(),
+        worker_id: env.owner.clone(),
+        started_at: started_at.to_rfc3339(),
+        duration_ms: 0,
+        deadline_margin_ms: 0,
+        ok: true,
+        caught_up: true,
+        records: 0,
+        bytes: 0,
+        lag: Some(0),
+        newest_record_age_ms: None,
+        oldest_record_age_ms: None,
+        source_tasks: 0,
+        connector: ConnectorActivity::default(),
+        tasks: Vec::new(),
+        gaps: Vec::new(),
+        errors: Vec::new(),
+        memory_mb: settings.lambda_memory_mb,
+        gb_seconds: 0.0,
+        estimated_cost_usd: 0.0,
+    };
+
+    if source_cfg.common.enabled {
+        run_source(
+            pair,
+            env,
+            &settings,
+            &configs,
+            worker,
+            stop_at,
+            deadline,
+            &mut report,
+        )
+        .await?;
+    } else {
+        tracing::info!("replication disabled for this pair ({flow}.enabled is not true)");
+    }
+
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    report.summarize(now_ms);
+    let elapsed = started.elapsed();
+    report.duration_ms = elapsed.as_millis() as u64;
+    report.deadline_margin_ms = if Instant::now() <= deadline {
+        deadline.duration_since(Instant::now()).as_millis() as i64
+    } else {
+        -(Instant::now().duration_since(deadline).as_millis() as i64)
+    };
+    let (gbs, usd) = settings.estimated_cost_usd(elapsed.as_secs_f64());
+    report.gb_seconds = gbs;
+    report.estimated_cost_usd = usd;
+    let _ = connector;
+    Ok(report)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_source(
+    pair: &SourceAndTarget,
+    env: &SliceEnv,
+    settings: &SliceSettings,
+    configs: &crate::plan::PairConfigs,
+    worker: &Props,
+    stop_at: Instant,
+    deadline: Instant,
+    report: &mut SliceReport,
+) -> Result<(), SliceError> {
+    let flow = pair.to_string();
+    let cfg = &configs.source;
+    let connector = ConnectorKind::Source.simple_name();
+    let admin = worker_client_props(worker, "admin");
+    let consumer = worker_client_props(worker, "consumer");
+    let producer = worker_client_props(worker, "producer");
+
+    let t0 = Instant::now();
+    let phase_done =
+        |what: &str| tracing::debug!(elapsed_ms = t0.elapsed().as_millis() as u64, "{what}");
+
+    // 2. Worker topics.
+    let topics: WorkerTopics = ensure_worker_topics(worker, &admin)
+        .await
+        .map_err(|e| setup(pair, e))?;
+    phase_done("worker topics ready");
+    let status = StatusStore::new(
+        topics.status.0.clone(),
+        topics.status.1,
+        consumer.clone(),
+        producer.clone(),
+    );
+
+    // 3. Connector phase, under the connector lease.
+    let connector_lease = acquire_waiting(
+        env,
+        &connector_key(&flow, connector),
+        stop_at.max(Instant::now() + Duration::from_secs(5)),
+    )
+    .await
+    .map_err(|e| setup(pair, e))?;
+    phase_done("connector lease acquired");
+    let phase = async {
+        let now_ms = chrono::Utc::now().timestamp_millis();
+        let outcome = run_source_connector_phase(
+            cfg,
+            env.state.as_ref(),
+            &format!("{flow}/{connector}"),
+            now_ms,
+        )
+        .await
+        .map_err(|e| setup(pair, e))?;
+        phase_done("connector phase done");
+        let config_store = ConfigStore::new(
+            topics.configs.0.clone(),
+            consumer.clone(),
+            producer.clone(),
+            env.state.clone(),
+        );
+        let written = config_store
+            .put_connector_and_tasks(
+                connector,
+                &cfg.common.props,
+                &outcome.task_configs,
+                &format!("{flow}/{connector}/config-hash"),
+            )
+            .await
+            .map_err(|e| setup(pair, e))?;
+        Ok::<_, SliceError>((outcome, written))
+    }
+    .await;
+    if let Err(e) = connector_lease.release().await {
+        tracing::warn!(error = %e, "connector lease release failed");
+    }
+    let (outcome, configs_written) = phase?;
+    phase_done("task configs stored");
+    report.connector = ConnectorActivity {
+        ran: true,
+        created_topics: outcome
+            .created_topics
+            .iter()
+            .map(|t| t.name.clone())
+            .collect(),
+        grown_topics: outcome
+            .grown_topics
+            .iter()
+            .map(|(t, from, to)| format!("{t}: {from} -> {to}"))
+            .collect(),
+        config_sync: sync_summary(&outcome.config_sync),
+        acl_sync: sync_summary(&outcome.acl_sync),
+        task_configs_written: configs_written,
+        warnings: outcome.warnings.clone(),
+    };
+    report.source_tasks = outcome.task_partitions.len() as u32;
+    let running = Status {
+        state: State::Running,
+        trace: None,
+        worker_id: flow.clone(),
+        generation: 0,
+    };
+    if let Err(e) = status.put_connector(connector, &running).await {
+        tracing::warn!(error = %e, "status update failed");
+    }
+
+    // 4. Tasks.
+    let flush_interval = Duration::from_millis(
+        worker
+            .get("offset.flush.interval.ms")
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(60_000),
+    );
+    let handle = tokio::runtime::Handle::current();
+    let mut running_tasks = Vec::new();
+    for (task_id, partitions) in outcome.task_partitions.iter().enumerate() {
+        let task_id = task_id as u32;
+        let key = task_key(&flow, connector, task_id);
+        let info = match env
+            .leases
+            .try_acquire(&key, &env.owner, LEASE_TTL)
+            .await
+            .map_err(|e| setup(pair, e))?
+        {
+            Some(info) => info,
+            None => {
+                tracing::info!(task = task_id, "task lease held by another invocation");
+                report
+                    .tasks
+                    .push(TaskReport::held_elsewhere(connector, task_id));
+                continue;
+            }
+        };
+        let token = info.fencing_token;
+        let lease = HeldLease::start(env.leases.clone(), info, LEASE_TTL, LEASE_SAFETY);
+
+        let mut store = OffsetStore::new(
+            topics.offsets.0.clone(),
+            topics.offsets.1,
+            consumer.clone(),
+            producer.clone(),
+            env.state.clone(),
+            format!("{flow}/{connector}/{task_id}/offsets-hint"),
+        );
+        let source_partitions: Vec<SourcePartition> = partitions
+            .iter()
+            .map(|(t, p)| PartitionKey::source(&pair.source, t, *p).0)
+            .collect();
+        let loaded = match store.load(&source_partitions).await {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = lease.release().await;
+                return Err(setup(pair, format!("task {task_id}: load offsets: {e}")));
+            }
+        };
+        phase_done("offsets loaded");
+        tracing::info!(
+            task = task_id,
+            full_read = loaded.full_read,
+            records_read = loaded.records_read,
+            "offsets loaded"
+        );
+        let stored: BTreeMap<TopicPartition, i64> = loaded
+            .offsets
+            .iter()
+            .filter_map(|(k, v)| match &k.0 {
+                SourcePartition::Source {
+                    topic, partition, ..
+                } => Some(((topic.clone(), *partition), *v)),
+                _ => None,
+            })
+            .collect();
+
+        let spec = SourceTaskSpec {
+            name: format!("{flow}|{connector}-{task_id}"),
+            partitions: partitions.clone(),
+            remote_topics: outcome.remote_topics.clone(),
+            stored_offsets: stored,
+            consumer: cfg.common.client_config(
+                ClusterSide::Source,
+                ClientKind::Consumer,
+                "replication-consumer",
+                Some(task_id),
+            ),
+            producer: task_producer_props(&producer, &cfg.common.props),
+            offset_syncs: cfg.emit_offset_syncs_enabled.then(|| {
+                (
+                    cfg.offset_syncs_producer_config(Some(task_id)),
+                    cfg.offset_syncs_topic(),
+                )
+            }),
+            offset_lag_max: cfg.offset_lag_max,
+            flush_interval,
+            stop_at,
+            flush_deadline: deadline
+                .checked_sub(settings.commit_margin / 2)
+                .unwrap_or(stop_at)
+                .max(stop_at),
+            on_gap: settings.on_gap,
+            silence_check_after: settings.silence_check_after,
+        };
+        if let Err(e) = status.put_task(connector, task_id as i32, &running).await {
+            tracing::warn!(error = %e, "status update failed");
+        }
+        let mut hooks = StoreHooks {
+            store,
+            handle: handle.clone(),
+            ownership: lease.ownership(),
+            source_alias: pair.source.clone(),
+        };
+        let join = tokio::task::spawn_blocking(move || run_source_task(&spec, &mut hooks));
+        running_tasks.push((task_id, token, lease, join));
+        phase_done("task started");
+    }
+
+    for (task_id, token, lease, join) in running_tasks {
+        let outcome = match join.await {
+            Ok(o) => o,
+            Err(e) => crate::connectors::source::task::TaskOutcome {
+                partitions: Vec::new(),
+                records: 0,
+                bytes: 0,
+                caught_up: false,
+                commits: 0,
+                offset_syncs_sent: 0,
+                gaps: Vec::new(),
+                error: Some(format!("task panicked: {e}")),
+            },
+        };
+        let task_report = TaskReport::from_outcome(connector, task_id, token, outcome);
+        let final_status = Status {
+            state: if task_report.error.is_some() {
+                State::Failed
+            } else {
+                State::Unassigned
+            },
+            trace: task_report.error.clone(),
+            worker_id: flow.clone(),
+            generation: 0,
+        };
+        let report_json = serde_json::to_value(&task_report).expect("report serializes");
+        let updates = [
+            StatusUpdate::Task {
+                connector: connector.to_string(),
+                task: task_id as i32,
+                status: final_status,
+            },
+            StatusUpdate::SliceReport {
+                connector: connector.to_string(),
+                task: task_id as i32,
+                report: report_json,
+            },
+        ];
+        if let Err(e) = status.put_all(&updates).await {
+            tracing::warn!(error = %e, task = task_id, "status update failed");
+        }
+        if let Err(e) = lease.release().await {
+            tracing::warn!(error = %e, task = task_id, "task lease release failed");
+        }
+        report.tasks.push(task_report);
+        phase_done("task finished and released");
+    }
+    report.tasks.sort_by_key(|t| t.task);
+
+    let connector_state = if report.tasks.iter().any(|t| t.error.is_some()) {
+        Status {
+            state: State::Failed,
+            trace: Some("one or more tasks failed; see the task statuses".into()),
+            worker_id: flow.clone(),
+            generation: 0,
+        }
+    } else {
+        Status {
+            state: State::Unassigned,
+            trace: None,
+            worker_id: flow.clone(),
+            generation: 0,
+        }
+    };
+    if let Err(e) = status.put_connector(connector, &connector_state).await {
+        tracing::warn!(error = %e, "status update failed");
+    }
+    Ok(())
+}
+
+/// The data producer: the worker's producer settings, then the connector's
+/// `producer.override.*` (Connect's client config override policy is `All` in MM2).
+fn task_producer_props(worker_producer: &Props, connector: &Props) -> Props {
+    let mut props = worker_producer.clone();
+    for (k, v) in connector {
+        if let Some(stripped) = k.strip_prefix("producer.override.") {
+            props.insert(stripped.to_string(), v.clone());
+        }
+    }
+    props
+}
+
+fn sync_summary(run: &SyncRun) -> String {
+    match run {
+        SyncRun::Disabled => "disabled".into(),
+        SyncRun::NotDue { next_due_ms } => format!("not due until {next_due_ms}"),
+        SyncRun::Skipped { reason } => format!("skipped: {reason}"),
+        SyncRun::Failed { error } => format!("failed: {error}"),
+        SyncRun::Ran {
+            topics,
+            set,
+            deleted,
+            errors,
+        } => format!(
+            "ran: {topics} topics, {set} set, {deleted} deleted, {} errors",
+            errors.len()
+        ),
+    }
+}
+
+/// Take a lease, retrying while another invocation holds it, until `give_up_at`.
+async fn acquire_waiting(
+    env: &SliceEnv,
+    key: &str,
+    give_up_at: Instant,
+) -> Result<HeldLease, String> {
+    let mut wait = Duration::from_millis(20);
+    loop {
+        match env.leases.try_acquire(key, &env.owner, LEASE_TTL).await {
+            Ok(Some(info)) => {
+                return Ok(HeldLease::start(
+                    env.leases.clone(),
+                    info,
+                    LEASE_TTL,
+                    LEASE_SAFETY,
+                ))
+            }
+            Ok(None) if Instant::now() + wait < give_up_at => {
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_millis(500));
+            }
+            Ok(None) => {
+                let holder = env.leases.describe(key).await.ok().flatten();
+                return Err(format!(
+                    "lease {key} is held by {} and was not released in time",
+                    holder
+                        .map(|h| h.owner)
+                        .unwrap_or_else(|| "another owner".into())
+                ));
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+/// Commits go to the Connect offsets topic; ownership comes from the task's lease.
+struct StoreHooks {
+    store: OffsetStore,
+    handle: tokio::runtime::Handle,
+    ownership: Ownership,
+    source_alias: String,
+}
+
+impl TaskHooks for StoreHooks {
+    fn commit(&mut self, offsets: &BTreeMap<TopicPartition, i64>) -> Result<(), TaskError> {
+        let keyed: BTreeMap<PartitionKey, i64> = offsets
+            .iter()
+            .map(|((t, p), o)| (PartitionKey::source(&self.source_alias, t, *p), *o))
+            .collect();
+        // This runs on a blocking thread (the copy loop), where blocking on the runtime is fine.
+        self.handle
+            .block_on(self.store.commit(&keyed))
+            .map(|_| ())
+            .map_err(|e| TaskError::Commit {
+                task: self.store.topic().to_string(),
+                message: e.to_string(),
+            })
+    }
+
+    fn still_owner(&mut self) -> bool {
+        self.ownership.still_owner()
+    }
+}
