@@ -24,14 +24,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::kafka::MirrorContext;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 
 use crate::config::values::{parse_int, parse_long, parse_short};
 use crate::config::{ConfigError, Props};
 use crate::kafka::internal_log::{partition_count, LogError};
-use crate::kafka::{build_error, client_config, ClientError};
+use crate::kafka::ClientError;
 
 /// Java's `default.api.timeout.ms` default: how long admin calls may take in total.
 const DEFAULT_API_TIMEOUT: Duration = Duration::from_secs(60);
@@ -224,11 +224,8 @@ fn storage_topic(
     })
 }
 
-fn admin_client(admin: &Props) -> Result<AdminClient<DefaultClientContext>, ClientError> {
-    let role = "internal topics admin";
-    client_config(role, admin)?
-        .create()
-        .map_err(|e| build_error(role, e))
+fn admin_client(admin: &Props) -> Result<std::sync::Arc<AdminClient<MirrorContext>>, ClientError> {
+    crate::kafka::shared_admin("internal topics admin", admin)
 }
 
 fn admin_options(timeout: Duration) -> AdminOptions {

@@ -26,12 +26,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use rdkafka::consumer::{BaseConsumer, Consumer, StreamConsumer};
+use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
-use super::{build_error, client_config, ClientError};
+use super::{build_error, client_config, close_consumer, ClientError, MirrorContext};
 use crate::config::Props;
 
 /// Start position meaning "the log start of the partition" (Kafka's `EARLIEST` = -2).
@@ -179,6 +179,11 @@ fn consumer_config(consumer: &Props, topic: &str) -> Result<ClientConfig, Client
         .set("enable.auto.offset.store", "false")
         .set("auto.offset.reset", "earliest")
         .set("allow.auto.create.topics", "false");
+    // Every read ends with an empty fetch at the log end, which the broker holds for up to
+    // fetch.wait.max.ms (500 ms by default) before answering; a slice waits on that at start.
+    if !consumer.contains_key("fetch.max.wait.ms") {
+        config.set("fetch.wait.max.ms", "10");
+    }
     if !consumer.contains_key("group.id") {
         config.set("group.id", throwaway_group());
     }
@@ -190,17 +195,17 @@ fn producer_config(producer: &Props, topic: &str) -> Result<ClientConfig, Client
     if !producer.contains_key("acks") {
         config.set("acks", "all");
     }
-    match producer.get("enable.idempotence").map(|v| v.trim()) {
-        None => {
-            config.set("enable.idempotence", "true");
-        }
-        Some(v) if v.eq_ignore_ascii_case("false") => {
-            // Without idempotence only one request in flight keeps a partition's order.
-            if !producer.contains_key("max.in.flight.requests.per.connection") {
-                config.set("max.in.flight.requests.per.connection", "1");
-            }
-        }
-        Some(_) => {}
+    // Like Connect's KafkaBasedLog: order comes from one request in flight, not from an
+    // idempotent producer, whose producer-id handshake would add a round of latency (half a
+    // second on some brokers) before every slice's first status write.
+    if !producer.contains_key("enable.idempotence") {
+        config.set("enable.idempotence", "false");
+    }
+    let idempotent = producer
+        .get("enable.idempotence")
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    if !idempotent && !producer.contains_key("max.in.flight.requests.per.connection") {
+        config.set("max.in.flight.requests.per.connection", "1");
     }
     Ok(config)
 }
@@ -251,9 +256,26 @@ where
         return Ok(BTreeMap::new());
     }
     let consumer_role = role(topic, "consumer");
-    let c: StreamConsumer = consumer_config(consumer, topic)?
-        .create()
+    // A BaseConsumer (not a StreamConsumer) so it can be closed quickly at the end: see
+    // `close_consumer`.
+    let c: BaseConsumer<MirrorContext> = consumer_config(consumer, topic)?
+        .create_with_context(MirrorContext)
         .map_err(|e| build_error(&consumer_role, e))?;
+    let result = read_assigned(&c, topic, starts, timeout, &mut on_record).await;
+    close_consumer(&c, Duration::from_secs(1));
+    result
+}
+
+async fn read_assigned<F>(
+    c: &BaseConsumer<MirrorContext>,
+    topic: &str,
+    starts: &BTreeMap<i32, i64>,
+    timeout: Duration,
+    on_record: &mut F,
+) -> Result<BTreeMap<i32, i64>, LogError>
+where
+    F: FnMut(RecordRef<'_>),
+{
     let mut tpl = TopicPartitionList::new();
     for (&p, &start) in starts {
         let offset = if start == BEGINNING || start < 0 {
@@ -281,9 +303,15 @@ where
     let deadline = tokio::time::Instant::now() + timeout;
 
     while !pending.is_empty() {
-        let event = match tokio::time::timeout_at(deadline, c.recv()).await {
-            Ok(event) => event,
-            Err(_) => {
+        // Non-blocking poll; when nothing is queued, yield briefly. Reads are short (they end at
+        // the log end), so a 1 ms step costs nothing noticeable and keeps this async-friendly.
+        let event = match c.poll(Duration::ZERO) {
+            Some(event) => event,
+            None if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                continue;
+            }
+            None => {
                 let unfinished = pending
                     .iter()
                     .map(|&p| Unfinished {
@@ -377,11 +405,30 @@ pub async fn append(
     append_with(&p, topic, records).await
 }
 
-fn create_producer(producer: &Props, topic: &str) -> Result<FutureProducer, LogError> {
+/// Producers for internal topics, shared process-wide by identical settings: the status,
+/// config and offsets stores of a slice write through one producer per cluster, and a warm
+/// Lambda container reuses it across invocations instead of reconnecting.
+fn create_producer(
+    producer: &Props,
+    topic: &str,
+) -> Result<FutureProducer<MirrorContext>, LogError> {
+    static PRODUCERS: std::sync::OnceLock<
+        Mutex<std::collections::HashMap<String, FutureProducer<MirrorContext>>>,
+    > = std::sync::OnceLock::new();
+    let key = serde_json::to_string(producer).expect("props serialize");
+    let cache = PRODUCERS.get_or_init(Default::default);
+    if let Some(p) = cache.lock().expect("producer cache poisoned").get(&key) {
+        return Ok(p.clone());
+    }
     let producer_role = role(topic, "producer");
-    Ok(producer_config(producer, topic)?
-        .create()
-        .map_err(|e| build_error(&producer_role, e))?)
+    let p: FutureProducer<MirrorContext> = producer_config(producer, topic)?
+        .create_with_context(MirrorContext)
+        .map_err(|e| build_error(&producer_role, e))?;
+    cache
+        .lock()
+        .expect("producer cache poisoned")
+        .insert(key, p.clone());
+    Ok(p)
 }
 
 async fn await_delivery(
@@ -405,7 +452,7 @@ async fn await_delivery(
 }
 
 async fn append_with(
-    producer: &FutureProducer,
+    producer: &FutureProducer<MirrorContext>,
     topic: &str,
     records: Vec<AppendRecord>,
 ) -> Result<Vec<(i32, i64)>, LogError> {
@@ -460,16 +507,16 @@ pub async fn partition_count(
     let config = consumer_config(props, topic)?;
     let (topic_owned, consumer_role) = (topic.to_string(), role(topic, "consumer"));
     let result = tokio::task::spawn_blocking(move || -> Result<i32, LogError> {
-        let c: BaseConsumer = config
-            .create()
+        let c: BaseConsumer<MirrorContext> = config
+            .create_with_context(MirrorContext)
             .map_err(|e| build_error(&consumer_role, e))?;
-        let md = c
-            .fetch_metadata(Some(&topic_owned), timeout)
-            .map_err(|e| LogError::Request {
-                topic: topic_owned.clone(),
-                what: "metadata",
-                message: e.to_string(),
-            })?;
+        let md = c.fetch_metadata(Some(&topic_owned), timeout);
+        close_consumer(&c, Duration::from_secs(1));
+        let md = md.map_err(|e| LogError::Request {
+            topic: topic_owned.clone(),
+            what: "metadata",
+            message: e.to_string(),
+        })?;
         let Some(t) = md.topics().iter().find(|t| t.name() == topic_owned) else {
             return Err(LogError::UnknownTopic { topic: topic_owned });
         };
@@ -517,8 +564,8 @@ pub async fn end_offsets_lower_bound(
     let (topic_owned, consumer_role) = (topic.to_string(), role(topic, "consumer"));
     let partitions = partitions.to_vec();
     let result = tokio::task::spawn_blocking(move || -> Result<BTreeMap<i32, i64>, LogError> {
-        let c: BaseConsumer = config
-            .create()
+        let c: BaseConsumer<MirrorContext> = config
+            .create_with_context(MirrorContext)
             .map_err(|e| build_error(&consumer_role, e))?;
         let err = |message: String| LogError::Request {
             topic: topic_owned.clone(),
@@ -531,9 +578,9 @@ pub async fn end_offsets_lower_bound(
             tpl.add_partition_offset(&topic_owned, p, Offset::End)
                 .map_err(|e| err(e.to_string()))?;
         }
-        let answer = c
-            .offsets_for_times(tpl, timeout)
-            .map_err(|e| err(e.to_string()))?;
+        let answer = c.offsets_for_times(tpl, timeout);
+        close_consumer(&c, Duration::from_secs(1));
+        let answer = answer.map_err(|e| err(e.to_string()))?;
         let mut out = BTreeMap::new();
         for e in answer.elements() {
             if let Err(code) = e.error() {
@@ -569,7 +616,7 @@ pub struct InternalLog {
     topic: String,
     consumer: Props,
     producer: Props,
-    cached_producer: Mutex<Option<FutureProducer>>,
+    cached_producer: Mutex<Option<FutureProducer<MirrorContext>>>,
 }
 
 impl std::fmt::Debug for InternalLog {
@@ -665,9 +712,18 @@ mod tests {
     }
 
     #[test]
-    fn producer_defaults_to_acks_all_and_idempotence() {
+    fn producer_defaults_to_acks_all_and_one_request_in_flight() {
+        // Like Connect's KafkaBasedLog: ordered by a single request in flight, without the
+        // idempotent producer's producer-id handshake on every start.
         let c = producer_config(&props(&[("bootstrap.servers", "x:1")]), "t").unwrap();
         assert_eq!(c.get("acks"), Some("all"));
+        assert_eq!(c.get("enable.idempotence"), Some("false"));
+        assert_eq!(c.get("max.in.flight.requests.per.connection"), Some("1"));
+    }
+
+    #[test]
+    fn idempotence_when_asked_keeps_librdkafka_in_flight_default() {
+        let c = producer_config(&props(&[("enable.idempotence", "true")]), "t").unwrap();
         assert_eq!(c.get("enable.idempotence"), Some("true"));
         assert_eq!(c.get("max.in.flight.requests.per.connection"), None);
     }

@@ -49,11 +49,52 @@ pub fn client_config(role: &str, java: &Props) -> Result<ClientConfig, ClientErr
         tracing::debug!(role, ignored = ?translated.ignored, "Java-only client settings ignored");
     }
     let mut config = ClientConfig::new();
+    // Without a termination signal, destroying a client waits for librdkafka's threads to time
+    // out their blocking calls (~100 ms per client); a slice creates and drops many clients.
+    // librdkafka installs its own no-op handler for the signal and only sends it to its own
+    // threads. SIGIO is not used by tokio, the Lambda runtime or this program.
+    config.set("internal.termination.signal", TERMINATION_SIGNAL);
     for (k, v) in &translated.settings {
         config.set(k, v);
     }
     Ok(config)
 }
+
+/// An admin client for these settings, shared process-wide.
+///
+/// rdkafka's `AdminClient` runs a polling thread that sleeps in 100 ms steps, and dropping the
+/// client waits for it; a slice needs several admin clients per cluster. Sharing them by
+/// identical settings removes that wait from every slice, and lets a warm Lambda container
+/// reuse connections across invocations. Admin requests are independent, so sharing is safe.
+pub fn shared_admin(
+    role: &str,
+    java: &Props,
+) -> Result<std::sync::Arc<rdkafka::admin::AdminClient<MirrorContext>>, ClientError> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    type Cache = Mutex<HashMap<String, Arc<rdkafka::admin::AdminClient<MirrorContext>>>>;
+    static ADMINS: OnceLock<Cache> = OnceLock::new();
+    // `client.id` carries the role (which connector, which task); it must not split the cache.
+    let mut identity = java.clone();
+    identity.remove("client.id");
+    let key = serde_json::to_string(&identity).expect("props serialize");
+    let cache = ADMINS.get_or_init(Default::default);
+    if let Some(a) = cache.lock().expect("admin cache poisoned").get(&key) {
+        return Ok(a.clone());
+    }
+    let admin: rdkafka::admin::AdminClient<MirrorContext> = client_config(role, java)?
+        .create_with_context(MirrorContext)
+        .map_err(|e| build_error(role, e))?;
+    let admin = Arc::new(admin);
+    cache
+        .lock()
+        .expect("admin cache poisoned")
+        .insert(key, admin.clone());
+    Ok(admin)
+}
+
+/// `SIGIO`, as a string for librdkafka's `internal.termination.signal`.
+const TERMINATION_SIGNAL: &str = "29";
 
 /// Map a client-creation failure to an error naming the role (librdkafka names the key).
 pub fn build_error(role: &str, source: KafkaError) -> ClientError {
@@ -103,6 +144,30 @@ impl ClientContext for MirrorContext {
 }
 
 impl ConsumerContext for MirrorContext {}
+
+/// Close a consumer that has a `group.id` before dropping it.
+///
+/// rdkafka's `Drop` for such a consumer closes it and then polls in 100 ms steps until
+/// librdkafka reports it closed, so every dropped consumer costs ~100 ms; a slice drops several
+/// on its critical path. Closing here polls in 1 ms steps; the later `Drop` then finds the
+/// consumer closed. Bounded by `budget`.
+pub fn close_consumer<C: ConsumerContext>(
+    consumer: &rdkafka::consumer::BaseConsumer<C>,
+    budget: std::time::Duration,
+) {
+    if consumer.closed() || consumer.close_queue().is_err() {
+        return;
+    }
+    let deadline = std::time::Instant::now() + budget;
+    while !consumer.closed() && std::time::Instant::now() < deadline {
+        let _ = consumer.poll(std::time::Duration::from_millis(1));
+    }
+}
+
+/// Log directives every `tracing` setup of ours adds: after [`close_consumer`], rdkafka's own
+/// `Drop` tries to close the consumer again and logs the (harmless) refusal at ERROR level.
+/// Client errors that matter reach us through [`MirrorContext`] (target `librdkafka`).
+pub const LOG_DIRECTIVES: &[&str] = &["rdkafka::consumer::base_consumer=off"];
 
 /// End of partition, however librdkafka chose to report it.
 pub fn is_partition_eof(error: &KafkaError) -> bool {

@@ -26,11 +26,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::kafka::MirrorContext;
 use rdkafka::admin::{
     AdminClient, AdminOptions, ConfigEntry as RdConfigEntry, ConfigSource as RdConfigSource,
     NewPartitions, NewTopic, OwnedResourceSpecifier, ResourceSpecifier, TopicReplication,
 };
-use rdkafka::client::DefaultClientContext;
 use rdkafka::types::RDKafkaErrorCode;
 use serde_json::json;
 
@@ -41,11 +41,11 @@ use crate::filter::{should_replicate_source_topic, ConfigPropertyFilter};
 use crate::kafka::admin_ext::{
     self, AclBinding, AclOperation, AclPermission, AdminError, AlterOp, PatternType, ResourceType,
 };
-use crate::kafka::{build_error, client_config, ClientError};
+use crate::kafka::ClientError;
 use crate::policy::ReplicationPolicy;
 use crate::state::StateStore;
 
-type Admin = AdminClient<DefaultClientContext>;
+type Admin = AdminClient<MirrorContext>;
 
 /// State-store key suffixes (after the caller's prefix, e.g. `A->B/MirrorSourceConnector`).
 const CONFIG_SYNC_STATE: &str = "topic-config-sync";
@@ -414,10 +414,8 @@ pub async fn run_source_connector_phase(
         .await
 }
 
-fn make_admin(role: &str, props: &Props) -> Result<Admin, ClientError> {
-    client_config(role, props)?
-        .create()
-        .map_err(|e| build_error(role, e))
+fn make_admin(role: &str, props: &Props) -> Result<Arc<Admin>, ClientError> {
+    crate::kafka::shared_admin(role, props)
 }
 
 fn admin_options(timeout: Duration) -> AdminOptions {
@@ -440,8 +438,8 @@ impl<'a> SourceConnectorPhase<'a> {
         )?;
         Ok(SourceConnectorPhase {
             cfg,
-            source_admin: Arc::new(source_admin),
-            target_admin: Arc::new(target_admin),
+            source_admin,
+            target_admin,
             timeout: cfg.common.admin_timeout,
             warnings: Vec::new(),
         })
