@@ -92,6 +92,55 @@ pub struct ConnectorActivity {
     pub warnings: Vec<String>,
 }
 
+/// What the checkpoint connector and its tasks did in this slice (§8, run at slice end).
+///
+/// `status` is `ran`, `disabled` (flow disabled or `emit.checkpoints.enabled=false`),
+/// `not due until <epoch ms>` (neither emission nor group sync is due yet),
+/// `skipped: <reason>` or `failed: <error>`. Errors never fail the slice: replication succeeded,
+/// and the next due slice tries again (as MM2 logs and retries at the next interval).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CheckpointActivity {
+    pub status: String,
+    /// Wall time of the checkpoint work in this slice.
+    pub duration_ms: u64,
+    /// Relevant consumer groups known to the connector (§8.1), after any refresh.
+    pub groups: u32,
+    /// Whether group discovery ran in this slice (`refresh.groups.interval.seconds`).
+    pub groups_refreshed: bool,
+    /// Checkpoint tasks run here, and those whose lease another invocation holds.
+    pub tasks: u32,
+    pub tasks_held_elsewhere: u32,
+    /// Whether checkpoints were computed and emitted (`emit.checkpoints.interval.seconds`).
+    pub emitted_due: bool,
+    /// Checkpoint records written to `<source>.checkpoints.internal`.
+    pub emitted: u64,
+    /// `disabled`, `not due until <epoch ms>` or `ran` (`sync.group.offsets.*`).
+    pub group_sync: String,
+    /// Target groups whose offsets were altered.
+    pub groups_synced: Vec<String>,
+    /// Partitions committed into target groups.
+    pub partitions_synced: u64,
+    /// Target groups left alone because they have active members (beyond MM2, which writes and
+    /// relies on the broker rejecting it).
+    pub groups_skipped_active: Vec<String>,
+    pub errors: Vec<String>,
+}
+
+/// What the heartbeat connector did in this slice (§9).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct HeartbeatActivity {
+    /// `ran`, `disabled` (`emit.heartbeats.enabled=false`; the topic is still created),
+    /// `held elsewhere` (another invocation of the flow emits) or `failed: <error>`.
+    pub status: String,
+    /// The `heartbeats` topic on the target, and whether this slice created it.
+    pub topic: String,
+    pub topic_created: bool,
+    /// Heartbeats written, and the timestamp of the last one.
+    pub emitted: u64,
+    pub last_timestamp_ms: Option<i64>,
+    pub errors: Vec<String>,
+}
+
 /// One slice of one flow.
 #[derive(Debug, Clone, Serialize)]
 pub struct SliceReport {
@@ -112,9 +161,27 @@ pub struct SliceReport {
     pub newest_record_age_ms: Option<i64>,
     /// Age, at the end of the slice, of the oldest record copied.
     pub oldest_record_age_ms: Option<i64>,
+    /// Recovery point objective at the end of the slice: how far back in time the source data
+    /// missing from the target reaches, i.e. `now − T` where everything the source held at `T`
+    /// is on the target.
+    ///
+    /// * Caught up: `T` is when the source tasks finished, having seen the end of every
+    ///   partition with nothing left in flight (optimistic by at most the spread of those
+    ///   end-of-partition events, typically milliseconds).
+    /// * Not caught up: `T` is the timestamp of the oldest record **not yet** replicated
+    ///   (the record at the committed position of the most lagging partition), read from the
+    ///   source; record timestamps are producer-chosen (CreateTime) unless the topic uses
+    ///   LogAppendTime.
+    /// * `None`: unknown (a task held by another invocation, a failed read, no time left before
+    ///   the deadline) or not applicable (replication disabled for the pair).
+    ///
+    /// Between slices RPO grows with wall time; this is its value when the slice ends.
+    pub rpo_ms: Option<i64>,
     pub source_tasks: u32,
     pub connector: ConnectorActivity,
     pub tasks: Vec<TaskReport>,
+    pub checkpoints: CheckpointActivity,
+    pub heartbeats: HeartbeatActivity,
     pub gaps: Vec<Gap>,
     pub errors: Vec<String>,
     pub memory_mb: u32,
@@ -155,6 +222,24 @@ impl SliceReport {
                 .tasks
                 .iter()
                 .all(|t| t.run == TaskRun::Ran && t.caught_up);
+    }
+
+    /// [`SliceReport::rpo_ms`] by its definition: `caught_up_at_ms` is when the source tasks
+    /// finished (used when the slice caught up), `oldest_unreplicated_ms` the timestamp of the
+    /// oldest record not yet replicated (used when it did not). Never negative: a record
+    /// timestamp in the future counts as 0.
+    pub fn compute_rpo(
+        caught_up: bool,
+        caught_up_at_ms: Option<i64>,
+        oldest_unreplicated_ms: Option<i64>,
+        now_ms: i64,
+    ) -> Option<i64> {
+        let since = if caught_up {
+            caught_up_at_ms
+        } else {
+            oldest_unreplicated_ms
+        };
+        since.map(|t| (now_ms - t).max(0))
     }
 
     /// One line for a terminal.
@@ -225,9 +310,12 @@ mod tests {
             lag: None,
             newest_record_age_ms: None,
             oldest_record_age_ms: None,
+            rpo_ms: None,
             source_tasks: tasks.len() as u32,
             connector: ConnectorActivity::default(),
             tasks,
+            checkpoints: CheckpointActivity::default(),
+            heartbeats: HeartbeatActivity::default(),
             gaps: vec![],
             errors: vec![],
             memory_mb: 1024,
@@ -257,6 +345,30 @@ mod tests {
         assert_eq!((r.records, r.bytes, r.lag), (8, 80, Some(0)));
         assert_eq!(r.newest_record_age_ms, Some(500));
         assert_eq!(r.oldest_record_age_ms, Some(9_000));
+    }
+
+    #[test]
+    fn rpo_is_time_since_catch_up_or_age_of_the_oldest_missing_record() {
+        // Caught up at 9_000, reported at 10_000: 1 s of source data at risk.
+        assert_eq!(
+            SliceReport::compute_rpo(true, Some(9_000), Some(1), 10_000),
+            Some(1_000)
+        );
+        // Behind: the oldest record not replicated was written at 4_000.
+        assert_eq!(
+            SliceReport::compute_rpo(false, Some(9_000), Some(4_000), 10_000),
+            Some(6_000)
+        );
+        // Behind and the missing record could not be read: unknown, not 0.
+        assert_eq!(
+            SliceReport::compute_rpo(false, Some(9_000), None, 10_000),
+            None
+        );
+        // A producer clock ahead of ours never gives a negative RPO.
+        assert_eq!(
+            SliceReport::compute_rpo(false, None, Some(12_000), 10_000),
+            Some(0)
+        );
     }
 
     #[test]

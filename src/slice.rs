@@ -27,17 +27,22 @@ use crate::connect::config_store::ConfigStore;
 use crate::connect::internal_topics::{ensure_worker_topics, WorkerTopics};
 use crate::connect::offset_store::{OffsetStore, PartitionKey};
 use crate::connect::status_store::{StatusStore, StatusUpdate};
+use crate::connectors::checkpoint::runner::{self as checkpoint_runner, CheckpointEnv};
+use crate::connectors::heartbeat::{run_heartbeats, HeartbeatLeases};
 use crate::connectors::source::connector::{run_source_connector_phase, SyncRun};
 use crate::connectors::source::task::{
     run_source_task, SourceTaskSpec, TaskError, TaskHooks, TopicPartition,
 };
 use crate::lease::{connector_key, task_key, HeldLease, LeaseStore, Ownership};
 use crate::plan::pair_configs;
-use crate::report::{ConnectorActivity, SliceReport, TaskReport};
+use crate::report::{
+    CheckpointActivity, ConnectorActivity, HeartbeatActivity, SliceReport, TaskReport,
+};
 use crate::state::StateStore;
 use crate::wire::connect_offsets::SourcePartition;
 use crate::wire::connect_status::{State, Status};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -120,6 +125,10 @@ pub async fn run_slice(
     let _enter = span.enter();
 
     let configs = pair_configs(mm, pair)?;
+    tracing::debug!(
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "connector configs resolved"
+    );
     let source_cfg = &configs.source;
     let connector = ConnectorKind::Source.simple_name();
     let worker = &configs.worker;
@@ -137,9 +146,12 @@ pub async fn run_slice(
         lag: Some(0),
         newest_record_age_ms: None,
         oldest_record_age_ms: None,
+        rpo_ms: None,
         source_tasks: 0,
         connector: ConnectorActivity::default(),
         tasks: Vec::new(),
+        checkpoints: Default::default(),
+        heartbeats: Default::default(),
         gaps: Vec::new(),
         errors: Vec::new(),
         memory_mb: settings.lambda_memory_mb,
@@ -147,24 +159,52 @@ pub async fn run_slice(
         estimated_cost_usd: 0.0,
     };
 
+    // Heartbeats run beside everything else, in every pair, even a disabled one (§1.3, §9).
+    let heartbeats_stop = Arc::new(AtomicBool::new(false));
+    let heartbeats = spawn_heartbeats(&flow, env, &configs, heartbeats_stop.clone(), stop_at);
+    // Checkpoints, heartbeats and the RPO probe run after the copy: keep time for them.
+    let reserve = post_copy_reserve(&configs, env, &flow, max);
+    let stop_at = stop_at.checked_sub(reserve).unwrap_or(started).max(started);
+    let source_deadline = deadline
+        .checked_sub(reserve)
+        .unwrap_or(stop_at)
+        .max(stop_at);
+
+    let mut sources_done_ms = None;
     if source_cfg.common.enabled {
-        run_source(
+        let copied = run_source(
             pair,
             env,
             &settings,
             &configs,
             worker,
             stop_at,
-            deadline,
+            source_deadline,
             &mut report,
         )
-        .await?;
+        .await;
+        if let Err(e) = copied {
+            heartbeats_stop.store(true, Ordering::SeqCst);
+            finish_heartbeats(heartbeats, deadline).await;
+            return Err(e);
+        }
+        sources_done_ms = Some(chrono::Utc::now().timestamp_millis());
     } else {
         tracing::info!("replication disabled for this pair ({flow}.enabled is not true)");
     }
+    heartbeats_stop.store(true, Ordering::SeqCst);
+    report.checkpoints = run_checkpoint_work(&flow, env, &configs, deadline).await;
+    report.heartbeats = finish_heartbeats(heartbeats, deadline).await;
 
+    tracing::debug!(
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "source, checkpoint and heartbeat work done"
+    );
     let now_ms = chrono::Utc::now().timestamp_millis();
     report.summarize(now_ms);
+    if source_cfg.common.enabled {
+        report.rpo_ms = slice_rpo(&configs, &report, sources_done_ms, deadline).await;
+    }
     let elapsed = started.elapsed();
     report.duration_ms = elapsed.as_millis() as u64;
     report.deadline_margin_ms = if Instant::now() <= deadline {
@@ -206,12 +246,12 @@ async fn run_source(
         .await
         .map_err(|e| setup(pair, e))?;
     phase_done("worker topics ready");
-    let status = StatusStore::new(
+    let status = Arc::new(StatusStore::new(
         topics.status.0.clone(),
         topics.status.1,
         consumer.clone(),
         producer.clone(),
-    );
+    ));
 
     // 3. Connector phase, under the connector lease.
     let connector_lease = acquire_waiting(
@@ -284,7 +324,7 @@ async fn run_source(
         tracing::warn!(error = %e, "status update failed");
     }
 
-    // 4. Tasks.
+    // 4. Tasks: take each free task's lease, then set up and run all of them side by side.
     let flush_interval = Duration::from_millis(
         worker
             .get("offset.flush.interval.ms")
@@ -292,7 +332,7 @@ async fn run_source(
             .unwrap_or(60_000),
     );
     let handle = tokio::runtime::Handle::current();
-    let mut running_tasks = Vec::new();
+    let mut running_tasks = tokio::task::JoinSet::new();
     for (task_id, partitions) in outcome.task_partitions.iter().enumerate() {
         let task_id = task_id as u32;
         let key = task_key(&flow, connector, task_id);
@@ -313,7 +353,6 @@ async fn run_source(
         };
         let token = info.fencing_token;
         let lease = HeldLease::start(env.leases.clone(), info, LEASE_TTL, LEASE_SAFETY);
-
         let mut store = OffsetStore::new(
             topics.offsets.0.clone(),
             topics.offsets.1,
@@ -326,36 +365,11 @@ async fn run_source(
             .iter()
             .map(|(t, p)| PartitionKey::source(&pair.source, t, *p).0)
             .collect();
-        let loaded = match store.load(&source_partitions).await {
-            Ok(l) => l,
-            Err(e) => {
-                let _ = lease.release().await;
-                return Err(setup(pair, format!("task {task_id}: load offsets: {e}")));
-            }
-        };
-        phase_done("offsets loaded");
-        tracing::info!(
-            task = task_id,
-            full_read = loaded.full_read,
-            records_read = loaded.records_read,
-            "offsets loaded"
-        );
-        let stored: BTreeMap<TopicPartition, i64> = loaded
-            .offsets
-            .iter()
-            .filter_map(|(k, v)| match &k.0 {
-                SourcePartition::Source {
-                    topic, partition, ..
-                } => Some(((topic.clone(), *partition), *v)),
-                _ => None,
-            })
-            .collect();
-
-        let spec = SourceTaskSpec {
+        let mut spec = SourceTaskSpec {
             name: format!("{flow}|{connector}-{task_id}"),
             partitions: partitions.clone(),
             remote_topics: outcome.remote_topics.clone(),
-            stored_offsets: stored,
+            stored_offsets: BTreeMap::new(),
             consumer: cfg.common.client_config(
                 ClusterSide::Source,
                 ClientKind::Consumer,
@@ -378,35 +392,60 @@ async fn run_source(
                 .max(stop_at),
             on_gap: settings.on_gap,
             silence_check_after: settings.silence_check_after,
+            sync_every_commit: sync_every_commit(&cfg.common.props),
         };
-        if let Err(e) = status.put_task(connector, task_id as i32, &running).await {
-            tracing::warn!(error = %e, "status update failed");
-        }
-        let mut hooks = StoreHooks {
-            store,
-            handle: handle.clone(),
-            ownership: lease.ownership(),
-            source_alias: pair.source.clone(),
-        };
-        let join = tokio::task::spawn_blocking(move || run_source_task(&spec, &mut hooks));
-        running_tasks.push((task_id, token, lease, join));
-        phase_done("task started");
+        let (status, running, handle, source_alias) = (
+            status.clone(),
+            running.clone(),
+            handle.clone(),
+            pair.source.clone(),
+        );
+        running_tasks.spawn(async move {
+            let loaded = match store.load(&source_partitions).await {
+                Ok(l) => l,
+                Err(e) => {
+                    let outcome = failed_outcome(format!("load stored offsets: {e}"));
+                    return (task_id, token, lease, outcome);
+                }
+            };
+            tracing::info!(
+                task = task_id,
+                full_read = loaded.full_read,
+                records_read = loaded.records_read,
+                "offsets loaded"
+            );
+            spec.stored_offsets = loaded
+                .offsets
+                .iter()
+                .filter_map(|(k, v)| match &k.0 {
+                    SourcePartition::Source {
+                        topic, partition, ..
+                    } => Some(((topic.clone(), *partition), *v)),
+                    _ => None,
+                })
+                .collect();
+            if let Err(e) = status.put_task(connector, task_id as i32, &running).await {
+                tracing::warn!(error = %e, "status update failed");
+            }
+            let mut hooks = StoreHooks {
+                store,
+                handle,
+                ownership: lease.ownership(),
+                source_alias,
+            };
+            let outcome =
+                match tokio::task::spawn_blocking(move || run_source_task(&spec, &mut hooks)).await
+                {
+                    Ok(o) => o,
+                    Err(e) => failed_outcome(format!("task panicked: {e}")),
+                };
+            (task_id, token, lease, outcome)
+        });
     }
+    phase_done("tasks started");
 
-    for (task_id, token, lease, join) in running_tasks {
-        let outcome = match join.await {
-            Ok(o) => o,
-            Err(e) => crate::connectors::source::task::TaskOutcome {
-                partitions: Vec::new(),
-                records: 0,
-                bytes: 0,
-                caught_up: false,
-                commits: 0,
-                offset_syncs_sent: 0,
-                gaps: Vec::new(),
-                error: Some(format!("task panicked: {e}")),
-            },
-        };
+    while let Some(joined) = running_tasks.join_next().await {
+        let (task_id, token, lease, outcome) = joined.expect("task setup panicked");
         let task_report = TaskReport::from_outcome(connector, task_id, token, outcome);
         let final_status = Status {
             state: if task_report.error.is_some() {
@@ -460,7 +499,21 @@ async fn run_source(
     if let Err(e) = status.put_connector(connector, &connector_state).await {
         tracing::warn!(error = %e, "status update failed");
     }
+    phase_done("connector status written");
     Ok(())
+}
+
+fn failed_outcome(error: String) -> crate::connectors::source::task::TaskOutcome {
+    crate::connectors::source::task::TaskOutcome {
+        partitions: Vec::new(),
+        records: 0,
+        bytes: 0,
+        caught_up: false,
+        commits: 0,
+        offset_syncs_sent: 0,
+        gaps: Vec::new(),
+        error: Some(error),
+    }
 }
 
 /// The data producer: the worker's producer settings, then the connector's
@@ -555,4 +608,216 @@ impl TaskHooks for StoreHooks {
     fn still_owner(&mut self) -> bool {
         self.ownership.still_owner()
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Heartbeats, checkpoints and RPO (issue #5)
+// ---------------------------------------------------------------------------------------------
+
+/// Starts the heartbeat connector of the pair (§9): it creates `heartbeats` on the target and
+/// emits until `stop` is set (when the source tasks finish) or `stop_at`.
+fn spawn_heartbeats(
+    flow: &str,
+    env: &SliceEnv,
+    configs: &crate::plan::PairConfigs,
+    stop: Arc<AtomicBool>,
+    stop_at: Instant,
+) -> tokio::task::JoinHandle<HeartbeatActivity> {
+    use tracing::Instrument;
+    let cfg = configs.heartbeat.clone();
+    let producer = task_producer_props(
+        &worker_client_props(&configs.worker, "producer"),
+        &cfg.common.props,
+    );
+    let leases = HeartbeatLeases {
+        store: env.leases.clone(),
+        owner: env.owner.clone(),
+        ttl: LEASE_TTL,
+        safety: LEASE_SAFETY,
+    };
+    let flow = flow.to_string();
+    tokio::spawn(
+        async move { run_heartbeats(&cfg, &flow, &producer, &leases, stop, stop_at).await }
+            .instrument(tracing::Span::current()),
+    )
+}
+
+/// Waits for the heartbeat task, at most until the deadline.
+async fn finish_heartbeats(
+    handle: tokio::task::JoinHandle<HeartbeatActivity>,
+    deadline: Instant,
+) -> HeartbeatActivity {
+    let abort = handle.abort_handle();
+    let wait = deadline.saturating_duration_since(Instant::now());
+    match tokio::time::timeout(wait, handle).await {
+        Ok(Ok(activity)) => activity,
+        Ok(Err(e)) => HeartbeatActivity {
+            status: format!("failed: heartbeat task panicked: {e}"),
+            ..Default::default()
+        },
+        Err(_) => {
+            abort.abort();
+            HeartbeatActivity {
+                status: "failed: still running at the slice deadline".into(),
+                ..Default::default()
+            }
+        }
+    }
+}
+
+/// Time taken from the copy (its stop time and its flush deadline) for the work after it:
+/// 500 ms for the heartbeat task's end and the RPO probe, plus, when checkpoint work is due, a
+/// fifth of the slice up to 5 s; never more than a quarter of the slice.
+fn post_copy_reserve(
+    configs: &crate::plan::PairConfigs,
+    env: &SliceEnv,
+    flow: &str,
+    max: Duration,
+) -> Duration {
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    let prefix = format!("{flow}/{}", checkpoint_runner::CONNECTOR);
+    let checkpoints =
+        match checkpoint_runner::due(&configs.checkpoint, env.state.as_ref(), &prefix, now_ms) {
+            Some(due) if due.any() => (max / 5).min(Duration::from_secs(5)),
+            _ => Duration::ZERO,
+        };
+    (Duration::from_millis(500) + checkpoints).min(max / 4)
+}
+
+/// The checkpoint connector and tasks (§8), after the source tasks' final commit and offset-sync
+/// flush, so checkpoints reflect this slice's replication.
+async fn run_checkpoint_work(
+    flow: &str,
+    env: &SliceEnv,
+    configs: &crate::plan::PairConfigs,
+    deadline: Instant,
+) -> CheckpointActivity {
+    let cfg = &configs.checkpoint;
+    let producer = task_producer_props(
+        &worker_client_props(&configs.worker, "producer"),
+        &cfg.common.props,
+    );
+    let cp_env = CheckpointEnv {
+        state: env.state.as_ref(),
+        leases: env.leases.clone(),
+        owner: env.owner.clone(),
+        lease_ttl: LEASE_TTL,
+        lease_safety: LEASE_SAFETY,
+    };
+    // Keep a moment after it for the report.
+    let until = deadline
+        .checked_sub(Duration::from_millis(250))
+        .unwrap_or(deadline);
+    checkpoint_runner::run_checkpoints(cfg, flow, &cp_env, &producer, until).await
+}
+
+/// [`SliceReport::rpo_ms`]: time since the source tasks finished when the slice caught up;
+/// otherwise the age of the oldest record not yet replicated, read from the source.
+async fn slice_rpo(
+    configs: &crate::plan::PairConfigs,
+    report: &SliceReport,
+    sources_done_ms: Option<i64>,
+    deadline: Instant,
+) -> Option<i64> {
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    if report.caught_up {
+        return SliceReport::compute_rpo(true, sources_done_ms, None, now_ms);
+    }
+    // Every task must have run here, each lagging partition must have a known position.
+    if report
+        .tasks
+        .iter()
+        .any(|t| t.run != crate::report::TaskRun::Ran)
+    {
+        return None;
+    }
+    let consumer = configs
+        .source
+        .common
+        .source_consumer_config("replication-consumer");
+    // Never replicated: the first record to replicate is the log start, unless the flow starts
+    // from the latest records, which then are not known yet.
+    let from_start = !consumer
+        .get("auto.offset.reset")
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("latest"));
+    let mut missing = Vec::new();
+    for p in report.tasks.iter().flat_map(|t| t.partitions.iter()) {
+        match (p.lag, p.end_offset) {
+            (Some(0), _) => {}
+            (Some(_), Some(next)) => missing.push((p.topic.clone(), p.partition, Some(next))),
+            (Some(_), None) if from_start => missing.push((p.topic.clone(), p.partition, None)),
+            _ => return None,
+        }
+    }
+    if missing.is_empty() {
+        return None;
+    }
+    let budget = deadline
+        .saturating_duration_since(Instant::now())
+        .saturating_sub(Duration::from_millis(200))
+        .min(Duration::from_secs(3));
+    if budget < Duration::from_millis(100) {
+        return None;
+    }
+    let oldest = tokio::task::spawn_blocking(move || first_timestamps(&consumer, &missing, budget))
+        .await
+        .ok()
+        .flatten()?;
+    SliceReport::compute_rpo(false, None, Some(oldest), now_ms)
+}
+
+/// The smallest timestamp among the records at the given `(topic, partition, offset)`s (`None`:
+/// the log start), or `None` unless every one was read within `budget`. Blocking.
+fn first_timestamps(
+    consumer: &Props,
+    positions: &[(String, i32, Option<i64>)],
+    budget: Duration,
+) -> Option<i64> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::Message;
+    let role = "rpo-probe";
+    let mut config = crate::kafka::client_config(role, consumer).ok()?;
+    // Assigned, never joined, nothing committed: the group never materialises on the source.
+    config
+        .set("group.id", "mirrorslice-rpo-probe")
+        .set("enable.auto.commit", "false")
+        .set("enable.partition.eof", "false")
+        .set("auto.offset.reset", "error");
+    let c: BaseConsumer<crate::kafka::MirrorContext> = config
+        .create_with_context(crate::kafka::MirrorContext)
+        .ok()?;
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    for (t, p, o) in positions {
+        let offset = o.map_or(rdkafka::Offset::Beginning, rdkafka::Offset::Offset);
+        tpl.add_partition_offset(t, *p, offset).ok()?;
+    }
+    c.assign(&tpl).ok()?;
+    let mut seen: BTreeMap<(String, i32), i64> = BTreeMap::new();
+    let until = Instant::now() + budget;
+    while seen.len() < positions.len() && Instant::now() < until {
+        match c.poll(Duration::from_millis(50)) {
+            Some(Ok(m)) => {
+                if let Some(ts) = m.timestamp().to_millis() {
+                    seen.entry((m.topic().to_string(), m.partition()))
+                        .or_insert(ts);
+                }
+            }
+            Some(Err(e)) => tracing::debug!(error = %e, "rpo probe"),
+            None => {}
+        }
+    }
+    (seen.len() == positions.len())
+        .then(|| seen.values().copied().min())
+        .flatten()
+}
+
+/// Flow-scoped `A->B.mirrorslice.offset.syncs.every.commit` (default `true`): promote delayed
+/// offset syncs at every commit, including the slice's last, so groups at the end of the log
+/// translate exactly. `false` promotes only every `offset.flush.interval.ms`, like an always-on
+/// MM2; it exists to measure the difference (see `examples/translation_error.rs`).
+fn sync_every_commit(connector_props: &Props) -> bool {
+    connector_props
+        .get("mirrorslice.offset.syncs.every.commit")
+        .map(|v| !v.trim().eq_ignore_ascii_case("false"))
+        .unwrap_or(true)
 }

@@ -56,6 +56,7 @@ fn spec(
         flush_deadline: Instant::now() + Duration::from_secs(40),
         on_gap: GapPolicy::Fail,
         silence_check_after: Duration::from_secs(3),
+        sync_every_commit: true,
     }
 }
 

@@ -3,3 +3,4 @@
 
 pub mod source;
 pub mod checkpoint;
+pub mod heartbeat;

@@ -31,6 +31,7 @@ pub mod checkpoint_store;
 pub mod checkpoints;
 pub mod group_sync;
 pub mod offset_sync_store;
+pub mod runner;
 
 /// A topic-partition as `(topic, partition)`, like the rest of the crate.
 pub type TopicPartition = (String, i32);

@@ -32,7 +32,7 @@
 
 use super::offset_sync_writer::OffsetSyncWriter;
 use crate::config::Props;
-use crate::kafka::{build_error, client_config, ClientError, MirrorContext};
+use crate::kafka::{build_error, client_config, close_consumer, ClientError, MirrorContext};
 use crate::wire::offset_sync::OffsetSync;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -112,6 +112,11 @@ pub struct SourceTaskSpec {
     /// is checked against the log end: brokers that do not answer OFFSET_OUT_OF_RANGE for a
     /// fetch beyond the end stay silent instead.
     pub silence_check_after: Duration,
+    /// Promote delayed offset syncs at the final commit of the slice too (default), so the last
+    /// replicated record of every partition has a sync and groups at the end of the log
+    /// translate exactly. `false` promotes only every `flush_interval`, as an always-on MM2
+    /// does (used to measure the difference).
+    pub sync_every_commit: bool,
 }
 
 /// The caller's side of a task: durable commits and lease ownership.
@@ -406,7 +411,9 @@ const CONSUMER_FORCED: &[(&str, &str)] = &[
 const CONSUMER_DEFAULTS: &[(&str, &str)] = &[
     // librdkafka prefetches up to 64 MiB per consumer by default; a slice needs far less.
     ("queued.max.messages.kbytes", "16384"),
-    ("fetch.wait.max.ms", "100"),
+    // An empty fetch at the log end is held by the broker this long: it bounds how soon a
+    // caught-up slice notices it is done.
+    ("fetch.wait.max.ms", "10"),
 ];
 /// Producer defaults. Connect uses `acks=all` with one request in flight; an idempotent
 /// producer keeps the same per-partition order with five in flight, which streams far faster.
@@ -777,6 +784,7 @@ fn copy(
                 &runs,
                 &mut committed,
                 &mut sync_writer,
+                true,
             )?;
             outcome.commits += 1;
             last_commit = Instant::now();
@@ -797,6 +805,9 @@ fn copy(
     }
 
     // --- finish: flush, then commit exactly what was acknowledged -------------------------
+    // Stop fetching first: nothing more will be read, and a closed consumer drops instantly.
+    drop(queues);
+    close_consumer(&consumer, Duration::from_millis(500));
     let flush_budget = spec
         .flush_deadline
         .saturating_duration_since(Instant::now());
@@ -815,6 +826,16 @@ fn copy(
             task: task.to_string(),
         });
     }
+    if let Some((p, topic)) = &sync_producer {
+        // Syncs already due go out before the commit's promotion can replace them: MM2 fires
+        // them as records are acknowledged, before its next commit.
+        send_syncs(
+            p,
+            topic,
+            sync_writer.take_all_pending(),
+            &mut outcome.offset_syncs_sent,
+        );
+    }
     commit(
         task,
         hooks,
@@ -822,6 +843,7 @@ fn copy(
         &runs,
         &mut committed,
         &mut sync_writer,
+        spec.sync_every_commit || last_commit.elapsed() >= spec.flush_interval,
     )?;
     outcome.commits += 1;
     if let Some((p, topic)) = &sync_producer {
@@ -1060,6 +1082,7 @@ fn commit(
     runs: &[PartitionRun],
     committed: &mut BTreeMap<TopicPartition, i64>,
     writer: &mut OffsetSyncWriter,
+    promote: bool,
 ) -> Result<(), TaskError> {
     let offsets: BTreeMap<TopicPartition, i64> = {
         let t = tracker.lock().expect("ack tracker poisoned");
@@ -1078,7 +1101,9 @@ fn commit(
         committed.extend(offsets);
     }
     // §7.4: after each successful offset commit, the latest pair of every partition is due.
-    writer.promote_delayed();
+    if promote {
+        writer.promote_delayed();
+    }
     Ok(())
 }
 
