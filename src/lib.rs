@@ -11,12 +11,15 @@
 //! * [`kafka`]   — client construction from resolved settings, and admin queries.
 //! * [`plan`]    — what a config will do, before anything runs (`mirrorslice plan`).
 
+pub mod backend;
 pub mod config;
 pub mod connect;
 pub mod connectors;
+pub mod failover;
 pub mod filter;
 pub mod kafka;
 pub mod lease;
+pub mod metrics;
 pub mod mirror_client;
 pub mod plan;
 pub mod policy;

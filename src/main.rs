@@ -5,10 +5,8 @@
 
 use clap::{Args, Parser, Subcommand};
 use mirrorslice::config::{MirrorMakerConfig, SourceAndTarget};
-use mirrorslice::lease::local::LocalLeaseStore;
 use mirrorslice::plan::{build_plan, render_text, select_pairs, PlanOptions};
-use mirrorslice::slice::{run_slice, SliceEnv, SliceRequest};
-use mirrorslice::state::{default_state_dir, LocalStateStore};
+use mirrorslice::slice::{run_slice, SliceRequest};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -31,6 +29,12 @@ enum Command {
     Plan(PlanArgs),
     /// Run one bounded slice of each selected herder pair, then exit.
     Run(RunArgs),
+    /// Show a consumer group's offsets on the target, translated through the flow's
+    /// checkpoints (`RemoteClusterUtils.translateOffsets`).
+    TranslateOffsets(GroupFlowArgs),
+    /// Move a consumer group to the target: show the translated offsets next to the group's
+    /// current ones there, and with `--apply` commit them.
+    Failover(FailoverArgs),
 }
 
 #[derive(Args)]
@@ -72,12 +76,19 @@ struct PlanArgs {
     /// Bound for each cluster query (e.g. `5s`).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     timeout: Duration,
+    /// Print one `ScheduleV2` event per herder pair, to paste under the function's `Events:`
+    /// in template.yaml (offline).
+    #[arg(long)]
+    sam_events: bool,
 }
 
 fn init_logging() {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("MIRRORSLICE_LOG")
+    let mut filter = EnvFilter::try_from_env("MIRRORSLICE_LOG")
         .unwrap_or_else(|_| EnvFilter::new("warn,mirrorslice=info"));
+    for directive in mirrorslice::kafka::LOG_DIRECTIVES {
+        filter = filter.add_directive(directive.parse().expect("valid directive"));
+    }
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -96,6 +107,8 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Plan(args) => plan(args).await,
             Command::Run(args) => run(args).await,
+            Command::TranslateOffsets(args) => translate_offsets(args).await,
+            Command::Failover(args) => failover(args).await,
         }
     })
 }
@@ -105,6 +118,15 @@ async fn plan(args: PlanArgs) -> ExitCode {
         Ok(mm) => mm,
         Err(e) => return config_error(&args.select.config, e),
     };
+    if args.sam_events {
+        return match select_pairs(&mm, &args.select.clusters, args.select.flow.as_ref()) {
+            Ok(pairs) => {
+                print!("{}", sam_schedule_events(&pairs));
+                ExitCode::SUCCESS
+            }
+            Err(e) => config_error(&args.select.config, e),
+        };
+    }
     let opts = PlanOptions {
         targets: args.select.clusters,
         flow: args.select.flow,
@@ -140,11 +162,15 @@ async fn run(args: RunArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => return config_error(&path, e),
     };
-    let state_dir = default_state_dir();
-    let env = SliceEnv {
-        state: Arc::new(LocalStateStore::new(&state_dir)),
-        leases: Arc::new(LocalLeaseStore::new(&state_dir)),
-        owner: mirrorslice::lease::owner_id(),
+    // DynamoDB leases when MIRRORSLICE_LEASE_TABLE / mirrorslice.lease.table names a table,
+    // otherwise file locks under the state directory.
+    let env = match mirrorslice::backend::slice_env(&mm).await {
+        Ok(env) => env,
+        Err(mirrorslice::backend::BackendError::Config(e)) => return config_error(&path, e),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
     };
     let request = SliceRequest {
         max_duration: args.max_duration,
@@ -219,6 +245,125 @@ async fn run(args: RunArgs) -> ExitCode {
     exit
 }
 
+/// SAM `ScheduleV2` events, one per herder pair, indented for a function's `Events:` map.
+/// Event names are the aliases' letters and digits (`A->B` → `FlowAToB`), numbered on clash.
+fn sam_schedule_events(pairs: &[SourceAndTarget]) -> String {
+    let id =
+        |alias: &str| -> String { alias.chars().filter(char::is_ascii_alphanumeric).collect() };
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = String::from("      Events:\n");
+    for pair in pairs {
+        let base = format!("Flow{}To{}", id(&pair.source), id(&pair.target));
+        let mut name = base.clone();
+        let mut n = 2;
+        while !seen.insert(name.clone()) {
+            name = format!("{base}{n}");
+            n += 1;
+        }
+        // JSON inside a single-quoted YAML scalar: only `'` needs doubling there.
+        let input = serde_json::json!({ "flow": pair.to_string() })
+            .to_string()
+            .replace('\'', "''");
+        out.push_str(&format!(
+            "        {name}:\n          Type: ScheduleV2\n          Properties:\n            \
+             ScheduleExpression: !Ref ScheduleRate\n            Input: '{input}'\n"
+        ));
+    }
+    out
+}
+
+/// Arguments of `translate-offsets`, shared by `failover`.
+#[derive(Args)]
+struct GroupFlowArgs {
+    /// The MirrorMaker 2 properties file (`mm2.properties`).
+    config: PathBuf,
+    /// The herder pair whose checkpoints to read, written `SOURCE->TARGET`; the group's offsets
+    /// are translated into (and committed on) TARGET.
+    #[arg(long, value_name = "S->T")]
+    flow: SourceAndTarget,
+    /// The consumer group, as named on the source cluster (MM2 keeps the name).
+    #[arg(long, value_name = "GROUP")]
+    group: String,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Bound for reading the checkpoints topic to its end, and for each admin request.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    timeout: Duration,
+}
+
+#[derive(Args)]
+struct FailoverArgs {
+    #[command(flatten)]
+    group: GroupFlowArgs,
+    /// Commit the translated offsets to the group on the target. Refused while the group has
+    /// active members there.
+    #[arg(long)]
+    apply: bool,
+    /// Also move partitions where the target group is already ahead of the translated offset
+    /// back to it (by default those are left ahead, with a warning).
+    #[arg(long)]
+    allow_rewind: bool,
+}
+
+async fn translate_offsets(args: GroupFlowArgs) -> ExitCode {
+    use mirrorslice::failover::{read_translation, render_translation};
+    let mm = match MirrorMakerConfig::load(&args.config) {
+        Ok(mm) => mm,
+        Err(e) => return config_error(&args.config, e),
+    };
+    let t = match read_translation(&mm, &args.flow, &args.group, args.timeout).await {
+        Ok(t) => t,
+        Err(e) => return failover_error(&args.config, e),
+    };
+    if args.json {
+        println!(
+            "{}",
+            mirrorslice::failover::render_translation_json(&t.offsets)
+        );
+    } else {
+        print!("{}", render_translation(&args.flow, &args.group, &t));
+    }
+    ExitCode::SUCCESS
+}
+
+async fn failover(args: FailoverArgs) -> ExitCode {
+    use mirrorslice::failover::{failover, render_plan, FailoverOptions};
+    let g = &args.group;
+    let mm = match MirrorMakerConfig::load(&g.config) {
+        Ok(mm) => mm,
+        Err(e) => return config_error(&g.config, e),
+    };
+    let opts = FailoverOptions {
+        apply: args.apply,
+        allow_rewind: args.allow_rewind,
+        timeout: g.timeout,
+    };
+    let plan = match failover(&mm, &g.flow, &g.group, &opts).await {
+        Ok(p) => p,
+        Err(e) => return failover_error(&g.config, e),
+    };
+    if g.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&plan).expect("plan serializes")
+        );
+    } else {
+        print!("{}", render_plan(&plan));
+    }
+    ExitCode::SUCCESS
+}
+
+/// Exit 2 for configuration problems (file, flow, client settings), 1 for everything else.
+fn failover_error(path: &std::path::Path, e: mirrorslice::failover::FailoverError) -> ExitCode {
+    if e.is_config() {
+        config_error(path, e)
+    } else {
+        eprintln!("error: {e}");
+        ExitCode::from(1)
+    }
+}
+
 /// Print a configuration error; name the file unless the message already does.
 fn config_error(path: &std::path::Path, e: impl std::fmt::Display) -> ExitCode {
     let message = e.to_string();
@@ -229,4 +374,38 @@ fn config_error(path: &std::path::Path, e: impl std::fmt::Display) -> ExitCode {
         eprintln!("error: {file}: {message}");
     }
     ExitCode::from(2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sam_events_one_schedule_per_pair_with_the_flow_as_input() {
+        let pairs: Vec<SourceAndTarget> = ["A->B", "B->A", "us-east->eu.west", "useast->euwest"]
+            .iter()
+            .map(|p| p.parse().unwrap())
+            .collect();
+        let yaml = sam_schedule_events(&pairs);
+        assert!(yaml.starts_with("      Events:\n"), "{yaml}");
+        for (name, input) in [
+            ("FlowAToB:", r#"Input: '{"flow":"A->B"}'"#),
+            ("FlowBToA:", r#"Input: '{"flow":"B->A"}'"#),
+            (
+                "FlowuseastToeuwest:",
+                r#"Input: '{"flow":"us-east->eu.west"}'"#,
+            ),
+            (
+                "FlowuseastToeuwest2:",
+                r#"Input: '{"flow":"useast->euwest"}'"#,
+            ),
+        ] {
+            assert!(
+                yaml.contains(&format!("        {name}\n")),
+                "{name}: {yaml}"
+            );
+            assert!(yaml.contains(input), "{input}: {yaml}");
+        }
+        assert_eq!(yaml.matches("Type: ScheduleV2").count(), 4);
+    }
 }
