@@ -2,7 +2,7 @@
 //! ratio against a baseline measured in the same run, on the same data, on the same brokers.
 //!
 //! ```text
-//! cargo bench --bench slice                       # everything (~15–20 min on 2 cores)
+//! cargo bench --bench slice                       # everything (~20–25 min on 2 cores)
 //! MIRRORSLICE_BENCH_ONLY=throughput cargo bench --bench slice
 //! MIRRORSLICE_BENCH_ONLY=startup MIRRORSLICE_BENCH_HISTORY_SECS=0 cargo bench --bench slice
 //! ```
@@ -13,6 +13,11 @@
 //! directory uniquely, prints tables, deletes the big topics it made, and exits 0. It exits
 //! non-zero only when a measurement itself went wrong (a slice failed, a record went missing);
 //! a missed target is printed as `MISS`, not an error. It is not part of `cargo test`.
+//! The machine's load average is printed with each table: other work on a 2-core box moves
+//! wall-clock figures a lot, so the throughput table also gives each process's CPU time.
+//! Housekeeping for the in-memory brokers (a 1M-record copy holds ~0.6 GB in tansu):
+//! `target/release/deps/slice-<hash> __topics 127.0.0.1:29092 benchpipe-` lists topics by prefix,
+//! `... __delete 127.0.0.1:29092 TOPIC...` deletes them.
 //!
 //! Settings (environment):
 //! * `MIRRORSLICE_BENCH_RECORDS` (1000000), `MIRRORSLICE_BENCH_SIZE` (512 bytes of value),
@@ -50,7 +55,8 @@
 //! per slice one `OffsetStore::commit` of every partition's key (same state dir and hint key as
 //! task 0, so the hint moves as after real slices) and the status records of a slice
 //! (`StatusStore`: connector RUNNING, task RUNNING, task UNASSIGNED + slice report, connector
-//! UNASSIGNED). (Not simulated: offset syncs on the source cluster, which start-up never reads.)
+//! UNASSIGNED). (Not simulated: offset syncs on the source cluster, which start-up never reads,
+//! and whatever the checkpoint/heartbeat part of a slice writes.)
 //! Then, interleaving the two flows: (a) produce one record per partition and measure the time
 //! from process start until the first of them is readable on B, plus the slice's duration;
 //! (b) an idle slice's duration. Both with the position hint and without it (hint file deleted
@@ -271,14 +277,23 @@ async fn create_topic(bootstrap: &str, topic: &str, partitions: i32) -> BenchRes
 }
 
 /// Best effort: the brokers keep everything in memory, so drop the big topics when done.
+/// Failures are printed (with the names, for `__delete`), never fatal.
 async fn delete_topics(bootstrap: &str, topics: &[String]) {
     if topics.is_empty() {
         return;
     }
     let Ok(admin) = admin(bootstrap) else { return };
     let names: Vec<&str> = topics.iter().map(String::as_str).collect();
-    if let Err(e) = admin.delete_topics(&names, &AdminOptions::new()).await {
-        eprintln!("note: deleting {names:?} on {bootstrap}: {e}");
+    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    match admin.delete_topics(&names, &opts).await {
+        Ok(results) => {
+            for r in results {
+                if let Err((t, e)) = r {
+                    eprintln!("note: deleting {t} on {bootstrap}: {e}");
+                }
+            }
+        }
+        Err(e) => eprintln!("note: deleting {names:?} on {bootstrap}: {e}"),
     }
 }
 

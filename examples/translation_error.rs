@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 
 const PARTITIONS: i32 = 10;
 const SLICES: usize = 12;
+
 const GROUPS: usize = 6;
 const MAX_RECORDS_PER_SLICE: u64 = 300;
 
@@ -134,12 +135,11 @@ async fn commit(bootstrap: &str, group: &str, topic: &str, offsets: &[i64]) {
     }
 }
 
+/// A record read back: partition, offset, key, value.
+type Read = (i32, i64, Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// Every record of `topic` (partitions 0..n) until each partition reports its end.
-fn read_all(
-    bootstrap: &str,
-    topic: &str,
-    partitions: i32,
-) -> Vec<(i32, i64, Option<Vec<u8>>, Option<Vec<u8>>)> {
+fn read_all(bootstrap: &str, topic: &str, partitions: i32) -> Vec<Read> {
     let c: BaseConsumer = client(bootstrap)
         .set("group.id", unique("reader"))
         .set("enable.partition.eof", "true")
@@ -183,6 +183,9 @@ async fn measure(a: &str, b: &str, every_commit: bool, bin: &PathBuf) -> Stats {
     let dir = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
     let config = dir.path().join("mm2.properties");
+    let extra_cfg = std::env::var("MEASURE_EXTRA_CONFIG")
+        .unwrap_or_default()
+        .replace("{target}", &target);
     std::fs::write(
         &config,
         format!(
@@ -202,7 +205,7 @@ async fn measure(a: &str, b: &str, every_commit: bool, bin: &PathBuf) -> Stats {
              heartbeats.topic.replication.factor = 1\n\
              config.storage.replication.factor = 1\n\
              offset.storage.replication.factor = 1\n\
-             status.storage.replication.factor = 1\n"
+             status.storage.replication.factor = 1\n{extra_cfg}"
         ),
     )
     .unwrap();
@@ -249,9 +252,15 @@ async fn measure(a: &str, b: &str, every_commit: bool, bin: &PathBuf) -> Stats {
             .arg(&config)
             .args(["--flow", &format!("{source}->{target}"), "--json"])
             .env("MIRRORSLICE_STATE_DIR", state.path())
-            .env("MIRRORSLICE_LOG", "warn")
+            .env(
+                "MIRRORSLICE_LOG",
+                std::env::var("MIRRORSLICE_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .output()
             .unwrap();
+        if std::env::var_os("MIRRORSLICE_LOG").is_some() {
+            eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+        }
         assert!(
             out.status.success(),
             "{}",

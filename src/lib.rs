@@ -10,6 +10,12 @@
 //!   Connect offsets, Kafka's murmur2 partitioner).
 //! * [`kafka`]   — client construction from resolved settings, and admin queries.
 //! * [`plan`]    — what a config will do, before anything runs (`mirrorslice plan`).
+//! * [`connect`] — Connect's offsets, status and config topics, byte-compatible with Java.
+//! * [`connectors`] — MM2's source, checkpoint and heartbeat connectors, for one slice.
+//! * [`lease`], [`state`] — task leases and small durable state (local files or DynamoDB).
+//! * [`slice`]   — one bounded slice of one herder pair; [`report`] — what it did.
+//! * [`backend`] — chooses local or DynamoDB leases; [`metrics`] — CloudWatch EMF lines.
+//! * [`failover`] — `translate-offsets` and `failover`.
 
 pub mod backend;
 pub mod config;

@@ -42,7 +42,7 @@ pub fn emf_line(report: &SliceReport, timestamp_ms: i64) -> String {
         metrics.push(("Lag", "Count", json!(lag)));
     }
     metrics.push(("DurationMs", "Milliseconds", json!(report.duration_ms)));
-    if let Some(rpo) = report.newest_record_age_ms {
+    if let Some(rpo) = report.rpo_ms {
         metrics.push(("RpoMs", "Milliseconds", json!(rpo)));
     }
     metrics.push(("CaughtUp", "Count", json!(u8::from(report.caught_up))));
@@ -95,7 +95,7 @@ mod tests {
             records: 42,
             bytes: 4200,
             lag,
-            newest_record_age_ms: rpo,
+            newest_record_age_ms: rpo.map(|r| r + 1),
             oldest_record_age_ms: rpo.map(|r| r + 10),
             rpo_ms: rpo,
             source_tasks: 1,

@@ -14,7 +14,7 @@ use mirrorslice::kafka::admin_ext;
 use rdkafka::admin::AdminClient;
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::{ClientConfig, Message, Timestamp};
+use rdkafka::{ClientConfig, Timestamp};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -457,7 +457,7 @@ async fn an_active_target_group_is_not_written() {
     loop {
         let d = admin_ext::describe_consumer_groups(
             &admin(&flow.b),
-            &[group.clone()],
+            std::slice::from_ref(&group),
             Duration::from_secs(5),
         )
         .await
@@ -681,7 +681,9 @@ async fn rpo_of_a_slice_that_falls_behind_is_the_age_of_the_oldest_missing_recor
     assert_eq!(report["caught_up"], false, "{report:#}");
     let copied = report["records"].as_i64().unwrap();
     assert!(copied < 20_000, "{report:#}");
-    let rpo = report["rpo_ms"].as_i64().unwrap_or_else(|| panic!("RPO read from the source: {report:#}"));
+    let rpo = report["rpo_ms"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("RPO read from the source: {report:#}"));
     // The oldest missing record was produced about an hour ago, after those copied.
     let newest_possible = 3_600_000 + 60_000;
     assert!(

@@ -29,24 +29,7 @@ impl Flow {
         let target = common::unique("ldst").replace('-', "");
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("mm2.properties");
-        let body = format!(
-            "clusters = {source}, {target}\n\
-             {source}.bootstrap.servers = {a}\n\
-             {target}.bootstrap.servers = {b}\n\
-             {source}->{target}.enabled = true\n\
-             {source}->{target}.topics = .*-{source}\n\
-             {target}->{source}.emit.heartbeats.enabled = false\n\
-             replication.factor = 1\n\
-             offset-syncs.topic.replication.factor = 1\n\
-             checkpoints.topic.replication.factor = 1\n\
-             heartbeats.topic.replication.factor = 1\n\
-             config.storage.replication.factor = 1\n\
-             offset.storage.replication.factor = 1\n\
-             status.storage.replication.factor = 1\n\
-             {extra}\n",
-            a = stack.a,
-            b = stack.b,
-        );
+        let body = common::flow_properties(&source, &target, extra);
         std::fs::write(&config, body).unwrap();
         let table = common::unique("slice-leases");
         DynamoLeaseStore::with_endpoint(&stack.dynamodb, "us-east-1", &table)

@@ -28,30 +28,11 @@ impl Flow {
     /// A flow whose topic filter matches only topics named with its own source alias: the
     /// brokers are shared with other tests and with earlier runs.
     fn new(_label: &str, extra: &str) -> Flow {
-        let stack = common::stack();
         let source = common::unique("src").replace('-', "");
         let target = common::unique("dst").replace('-', "");
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("mm2.properties");
-        let body = format!(
-            "clusters = {source}, {target}\n\
-             {source}.bootstrap.servers = {a}\n\
-             {target}.bootstrap.servers = {b}\n\
-             {source}->{target}.enabled = true\n\
-             {source}->{target}.topics = .*-{source}\n\
-             {source}->{target}.use.defaults.from = source\n\
-             {target}->{source}.emit.heartbeats.enabled = false\n\
-             replication.factor = 1\n\
-             offset-syncs.topic.replication.factor = 1\n\
-             checkpoints.topic.replication.factor = 1\n\
-             heartbeats.topic.replication.factor = 1\n\
-             config.storage.replication.factor = 1\n\
-             offset.storage.replication.factor = 1\n\
-             status.storage.replication.factor = 1\n\
-             {extra}\n",
-            a = stack.a,
-            b = stack.b,
-        );
+        let body = common::flow_properties(&source, &target, extra);
         std::fs::write(&config, body).unwrap();
         Flow {
             source,

@@ -20,7 +20,8 @@ struct MemoryHooks {
 impl TaskHooks for MemoryHooks {
     fn commit(&mut self, offsets: &BTreeMap<TopicPartition, i64>) -> Result<(), TaskError> {
         self.commits += 1;
-        self.offsets.extend(offsets.iter().map(|(k, v)| (k.clone(), *v)));
+        self.offsets
+            .extend(offsets.iter().map(|(k, v)| (k.clone(), *v)));
         Ok(())
     }
     fn still_owner(&mut self) -> bool {
@@ -129,7 +130,10 @@ async fn copies_byte_exact_and_resumes_exactly() {
     let mut expected = first.clone();
     expected.sort_by_key(|r| (r.partition, r.timestamp));
     let got: Vec<TestRecord> = copied.iter().map(|c| c.to_test_record()).collect();
-    assert_eq!(got, expected, "byte-exact copy, same partitions, headers, timestamps");
+    assert_eq!(
+        got, expected,
+        "byte-exact copy, same partitions, headers, timestamps"
+    );
 
     // Second slice: more records, resume from the stored offsets, no duplicates.
     let second = tricky_records(partitions, 3);
@@ -145,7 +149,11 @@ async fn copies_byte_exact_and_resumes_exactly() {
     assert_eq!(outcome.records, second.len() as u64);
     // Read to the end of every partition: an extra (duplicate) record would show up here.
     let all = common::consume_all(&stack.b, &remote, partitions).await;
-    assert_eq!(all.len(), first.len() + second.len(), "exact union, no duplicates");
+    assert_eq!(
+        all.len(),
+        first.len() + second.len(),
+        "exact union, no duplicates"
+    );
     let mut expected_all: Vec<TestRecord> = first.iter().chain(second.iter()).cloned().collect();
     expected_all.sort_by_key(|r| (r.partition, r.timestamp));
     let mut got_all: Vec<TestRecord> = all.iter().map(|c| c.to_test_record()).collect();

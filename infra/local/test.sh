@@ -7,6 +7,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 
+# librdkafka is built with TLS against the system OpenSSL: make sure its headers are there.
+if ! dpkg -s libssl-dev pkg-config >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq libssl-dev pkg-config
+fi
+
 # The SAM template must lint clean (offline; no AWS account needed). cfn-lint is run through
 # the interpreter that has it, so a fresh pip install needs no PATH or pyenv shim.
 if ! python3 -c "import cfnlint" >/dev/null 2>&1; then

@@ -11,7 +11,7 @@
 //! | `mirrorslice.on.gap` | `fail` | `fail` or `skip` when source records were lost before replication |
 //! | `mirrorslice.commit.margin` | `2s` | time kept free before the deadline for flush, commit, status, lease release |
 //! | `mirrorslice.silence.check.after` | `3s` | a partition silent this long is checked against the log end |
-//! | `mirrorslice.lambda.memory.mb` | `1024` | memory size used for the cost estimate |
+//! | `mirrorslice.lambda.memory.mb` | `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`, else `1024` | memory size used for the cost estimate |
 //! | `mirrorslice.lambda.price.per.gb.second` | `0.0000133334` | USD per GB-second (arm64, us-east-1) |
 
 use super::{ConfigError, MirrorMakerConfig, SourceAndTarget};
@@ -73,6 +73,11 @@ impl SliceSettings {
         };
 
         let mut s = SliceSettings {
+            // On Lambda the cost estimate uses the function's real memory size by default.
+            lambda_memory_mb: std::env::var("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1024),
             max_duration: duration(MAX_DURATION, Duration::from_secs(300))?,
             commit_margin: duration(COMMIT_MARGIN, Duration::from_secs(2))?,
             silence_check_after: duration(SILENCE_CHECK_AFTER, Duration::from_secs(3))?,

@@ -36,8 +36,13 @@ pub const CONNECTOR: &str = "MirrorHeartbeatConnector";
 pub type TimestampedRecord = (Vec<u8>, Vec<u8>, i64);
 
 /// Writes `records` to partition 0 of `topic` with their timestamps and waits for every
-/// delivery report. `producer` holds Java-named settings; `acks=all` and idempotence are the
-/// defaults unless set, so the records land in order. Returns the offsets written.
+/// delivery report. `producer` holds Java-named settings. Returns the offsets written.
+///
+/// Unless the settings say otherwise: `acks=all`, and no idempotence but one request in flight,
+/// which keeps the records in order. A retried duplicate is harmless in these compacted topics
+/// (readers keep the last record per key), while an idempotent producer's start-up
+/// (`InitProducerId`) cost about 500 ms per call on the test broker — per slice and per
+/// heartbeat.
 ///
 /// Used for heartbeats and checkpoints, whose record timestamp is part of the format (§4.3,
 /// §4.4) — which is why this does not go through the internal-topic log's `append`.
@@ -51,20 +56,7 @@ pub async fn send_timestamped(
     if records.is_empty() {
         return Ok(Vec::new());
     }
-    let mut config = client_config(role, producer).map_err(|e| e.to_string())?;
-    if !producer.contains_key("acks") {
-        config.set("acks", "all");
-    }
-    if !producer.contains_key("enable.idempotence") {
-        config.set("enable.idempotence", "true");
-    }
-    config.set(
-        "message.timeout.ms",
-        timeout.as_millis().clamp(1, i32::MAX as u128).to_string(),
-    );
-    let p: FutureProducer<MirrorContext> = config
-        .create_with_context(MirrorContext)
-        .map_err(|e| build_error(role, e).to_string())?;
+    let p = shared_producer(role, producer)?;
     let mut pending = Vec::with_capacity(records.len());
     for (i, (key, value, ts)) in records.iter().enumerate() {
         let record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic)
@@ -78,14 +70,56 @@ pub async fn send_timestamped(
         }
     }
     let mut offsets = Vec::with_capacity(pending.len());
+    let deadline = tokio::time::Instant::now() + timeout;
     for (i, f) in pending.into_iter().enumerate() {
-        match f.await {
-            Ok(Ok(d)) => offsets.push(d.offset),
-            Ok(Err((e, _))) => return Err(format!("{topic}: record #{i} not delivered: {e}")),
-            Err(_) => return Err(format!("{topic}: delivery of record #{i} cancelled")),
+        match tokio::time::timeout_at(deadline, f).await {
+            Ok(Ok(Ok(d))) => offsets.push(d.offset),
+            Ok(Ok(Err((e, _)))) => return Err(format!("{topic}: record #{i} not delivered: {e}")),
+            Ok(Err(_)) => return Err(format!("{topic}: delivery of record #{i} cancelled")),
+            Err(_) => {
+                return Err(format!(
+                    "{topic}: record #{i} not delivered within {timeout:?}"
+                ))
+            }
         }
     }
     Ok(offsets)
+}
+
+/// One producer per distinct settings for the whole process. Creating a producer per write
+/// cost a connection and, on drop, ~100 ms waiting for rdkafka's polling thread — per
+/// heartbeat. Ordered, non-idempotent (one request in flight) unless the user set those keys:
+/// a duplicate in a compacted topic is harmless.
+fn shared_producer(role: &str, producer: &Props) -> Result<FutureProducer<MirrorContext>, String> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static PRODUCERS: OnceLock<Mutex<HashMap<String, FutureProducer<MirrorContext>>>> =
+        OnceLock::new();
+    let mut identity = producer.clone();
+    identity.remove("client.id");
+    let key = serde_json::to_string(&identity).expect("props serialize");
+    let cache = PRODUCERS.get_or_init(Default::default);
+    if let Some(p) = cache.lock().expect("producer cache poisoned").get(&key) {
+        return Ok(p.clone());
+    }
+    let mut config = client_config(role, producer).map_err(|e| e.to_string())?;
+    if !producer.contains_key("acks") {
+        config.set("acks", "all");
+    }
+    if !producer.contains_key("enable.idempotence") {
+        config.set("enable.idempotence", "false");
+    }
+    if !producer.contains_key("max.in.flight.requests.per.connection") {
+        config.set("max.in.flight.requests.per.connection", "1");
+    }
+    let p: FutureProducer<MirrorContext> = config
+        .create_with_context(MirrorContext)
+        .map_err(|e| build_error(role, e).to_string())?;
+    cache
+        .lock()
+        .expect("producer cache poisoned")
+        .insert(key, p.clone());
+    Ok(p)
 }
 
 /// One heartbeat record of `source -> target` at `now_ms` (§4.4): key, value, timestamp.

@@ -1,6 +1,6 @@
 //! MM2's three connectors, each split into connector-level planning (what to replicate, which
 //! task gets what) and task-level work (copy records, translate offsets, emit heartbeats).
 
-pub mod source;
 pub mod checkpoint;
 pub mod heartbeat;
+pub mod source;

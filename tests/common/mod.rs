@@ -531,3 +531,30 @@ pub async fn has_records(bootstrap: &str, topic: &str, partitions: i32) -> bool 
     })
     .await
 }
+
+/// The `mm2.properties` body of a test flow `source->target` between the stack's clusters A
+/// and B. Only topics named `*-<source>` are replicated, because the brokers are shared with
+/// other tests and earlier runs; replication factors are 1 (single-broker clusters); the
+/// reverse pair emits no heartbeats. `extra` is appended verbatim.
+pub fn flow_properties(source: &str, target: &str, extra: &str) -> String {
+    let stack = stack();
+    format!(
+        "clusters = {source}, {target}\n\
+         {source}.bootstrap.servers = {a}\n\
+         {target}.bootstrap.servers = {b}\n\
+         {source}->{target}.enabled = true\n\
+         {source}->{target}.topics = .*-{source}\n\
+         {source}->{target}.use.defaults.from = source\n\
+         {target}->{source}.emit.heartbeats.enabled = false\n\
+         replication.factor = 1\n\
+         offset-syncs.topic.replication.factor = 1\n\
+         checkpoints.topic.replication.factor = 1\n\
+         heartbeats.topic.replication.factor = 1\n\
+         config.storage.replication.factor = 1\n\
+         offset.storage.replication.factor = 1\n\
+         status.storage.replication.factor = 1\n\
+         {extra}\n",
+        a = stack.a,
+        b = stack.b,
+    )
+}

@@ -426,7 +426,9 @@ async fn invocations_over_the_runtime_api() {
     let topic = format!("fn-{source}");
     let partitions = 4;
     common::create_topic(&stack.a, &topic, partitions, &[]).await;
-    let total = 20_000usize;
+    // Enough that the throttled copy (one record per request) cannot finish before the 8 s
+    // deadline, whatever the producer settings.
+    let total = 60_000usize;
     let data: Vec<TestRecord> = (0..total)
         .map(|i| TestRecord {
             partition: (i % partitions as usize) as i32,

@@ -20,7 +20,8 @@
 //! * [`checkpoint_store`] — the last checkpoint per `(group, renamed partition)`, loaded from the
 //!   checkpoints topic so checkpoints stay monotonic across restarts (§8.4);
 //! * [`checkpoints`] — group discovery, renaming and the monotonic filter (§8.1, §8.5);
-//! * [`group_sync`] — which target group offsets to alter (§8.6).
+//! * [`group_sync`] — which target group offsets to alter (§8.6);
+//! * [`runner`] — the Kafka I/O around them: the connector and its tasks, once per slice.
 //!
 //! In the batch job, a slice does what one Java task lifetime does (§14): load the checkpoint
 //! store, load the offset-syncs topic (in must-read-to-end mode if the checkpoint load failed),

@@ -518,6 +518,26 @@ impl Run<'_> {
         internal_log::read_to_end(consumer, topic, &starts, timeout).await
     }
 
+    /// The offset-syncs topic, decoded, when checkpoints are due; a topic that does not exist
+    /// yet (nothing replicated) has no syncs, so nothing translates (§8.5 "skip on empty").
+    async fn read_offset_syncs(&self) -> Result<Vec<SyncRecord>, String> {
+        if !self.due.emit {
+            return Ok(Vec::new());
+        }
+        let consumer = self.cfg.offset_syncs_consumer_config(None);
+        let topic = self.cfg.offset_syncs_topic();
+        match internal_log::partition_count(&consumer, &topic, self.budget()?).await {
+            Ok(_) => {}
+            Err(LogError::UnknownTopic { .. }) => return Ok(Vec::new()),
+            Err(e) => return Err(format!("offset syncs {topic}: {e}")),
+        }
+        let records = self
+            .read_partition0(&consumer, &topic)
+            .await
+            .map_err(|e| format!("offset syncs: {e}"))?;
+        Ok(decode_syncs(&records))
+    }
+
     #[allow(clippy::too_many_arguments)]
     async fn run_tasks(
         &mut self,
@@ -529,39 +549,15 @@ impl Run<'_> {
         listed: &mut Listed,
     ) -> Result<(), String> {
         let cfg = self.cfg;
-        // One read of each internal topic serves every task of this invocation.
-        let checkpoints = self
-            .read_partition0(
-                &cfg.common
-                    .target_consumer_config(roles::CHECKPOINTS_TARGET_CONSUMER),
-                topic,
-            )
-            .await;
-        let syncs =
-            if self.due.emit {
-                let consumer = cfg.offset_syncs_consumer_config(None);
-                let syncs_topic = cfg.offset_syncs_topic();
-                let exists =
-                    match internal_log::partition_count(&consumer, &syncs_topic, self.budget()?)
-                        .await
-                    {
-                        Ok(_) => true,
-                        Err(LogError::UnknownTopic { .. }) => false,
-                        Err(e) => return Err(format!("offset syncs {syncs_topic}: {e}")),
-                    };
-                if exists {
-                    let records = self
-                        .read_partition0(&consumer, &syncs_topic)
-                        .await
-                        .map_err(|e| format!("offset syncs: {e}"))?;
-                    decode_syncs(&records)
-                } else {
-                    // Nothing replicated yet: no syncs, no checkpoints (§8.5 "skip on empty").
-                    Vec::new()
-                }
-            } else {
-                Vec::new()
-            };
+        // One read of each internal topic serves every task of this invocation; both at once.
+        let checkpoints_consumer = cfg
+            .common
+            .target_consumer_config(roles::CHECKPOINTS_TARGET_CONSUMER);
+        let (checkpoints, syncs) = tokio::join!(
+            self.read_partition0(&checkpoints_consumer, topic),
+            self.read_offset_syncs()
+        );
+        let syncs = syncs?;
         tracing::debug!("checkpoints: internal topics read");
         let task_ctx = CheckpointTask::new(
             source,
@@ -673,6 +669,7 @@ impl Run<'_> {
                 )),
             }
         }
+        tracing::debug!(task, "checkpoints: group offsets listed");
         let records = ctx
             .poll(groups, &committed, &sync_store, store)
             .unwrap_or_default();

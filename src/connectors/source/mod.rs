@@ -1,5 +1,5 @@
 //! MirrorSourceConnector and MirrorSourceTask (mm2-compat §6, §7).
 
+pub mod connector;
 pub mod offset_sync_writer;
 pub mod task;
-pub mod connector;
