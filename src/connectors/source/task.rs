@@ -674,7 +674,7 @@ fn copy(
         if Instant::now() >= spec.stop_at {
             break;
         }
-        if runs.iter().all(|r| r.done || r.at_end) {
+        if runs.iter().all(|r| r.done || r.at_end) && confirm_at_end(&consumer, &mut runs) {
             break;
         }
         // Drive the consumer's main queue (errors, statistics) and the producer's callbacks.
@@ -938,6 +938,37 @@ fn copy(
     drop(acks);
     outcome.partitions = runs.iter().map(|r| r.report.clone()).collect();
     result
+}
+
+/// Every partition reported end-of-partition: confirm it against the broker's listed end
+/// offsets before calling the slice caught up. Some brokers answer a fetch with
+/// end-of-partition at the old position just after acknowledging new records; the listed end
+/// then shows them. A partition listed beyond its position is no longer at its end (its next
+/// records arrive as usual). On a broker whose listed end trails the log (by the last batch),
+/// this check can only err toward "not yet", never toward a false "caught up".
+fn confirm_at_end(consumer: &BaseConsumer<MirrorContext>, runs: &mut [PartitionRun]) -> bool {
+    let mut all = true;
+    for run in runs.iter_mut().filter(|r| !r.done && r.at_end) {
+        let position = run.next.or_else(|| position_of(consumer, &run.tp));
+        let listed = consumer
+            .fetch_watermarks(&run.tp.0, run.tp.1, Duration::from_secs(5))
+            .ok()
+            .map(|(_, high)| high);
+        if let (Some(position), Some(listed)) = (position, listed) {
+            if listed > position {
+                tracing::debug!(
+                    topic = %run.tp.0,
+                    partition = run.tp.1,
+                    position,
+                    listed,
+                    "end-of-partition before the listed end; reading on"
+                );
+                run.at_end = false;
+                all = false;
+            }
+        }
+    }
+    all
 }
 
 /// Produce one consumed record to the same partition of the remote topic, byte for byte.
