@@ -146,24 +146,21 @@ pub fn pair_configs(
 ) -> Result<PairConfigs, ConfigError> {
     let providers = ConfigProviders::from_props(mm.raw().map())?;
     let resolved = |kind| providers.resolve_all(&mm.connector_base_config(pair, kind));
-    let with_origin = |e: ConfigError, kind: ConnectorKind| match &e {
+    // Point a bad value at the line that set it: the flow-scoped key first, then top level.
+    let with_origin = |e: ConfigError| match &e {
         ConfigError::InvalidValue { key, .. } => {
             let origin = mm
                 .origin(&format!("{pair}.{key}"))
                 .or_else(|| mm.origin(key));
             e.with_origin(origin)
         }
-        _ => {
-            let _ = kind;
-            e
-        }
+        _ => e,
     };
-    let source = MirrorSourceConfig::new(&resolved(ConnectorKind::Source)?)
-        .map_err(|e| with_origin(e, ConnectorKind::Source))?;
-    let checkpoint = MirrorCheckpointConfig::new(&resolved(ConnectorKind::Checkpoint)?)
-        .map_err(|e| with_origin(e, ConnectorKind::Checkpoint))?;
-    let heartbeat = MirrorHeartbeatConfig::new(&resolved(ConnectorKind::Heartbeat)?)
-        .map_err(|e| with_origin(e, ConnectorKind::Heartbeat))?;
+    let source = MirrorSourceConfig::new(&resolved(ConnectorKind::Source)?).map_err(with_origin)?;
+    let checkpoint =
+        MirrorCheckpointConfig::new(&resolved(ConnectorKind::Checkpoint)?).map_err(with_origin)?;
+    let heartbeat =
+        MirrorHeartbeatConfig::new(&resolved(ConnectorKind::Heartbeat)?).map_err(with_origin)?;
     let worker = mm.worker_config(pair)?;
     Ok(PairConfigs {
         source,

@@ -130,7 +130,6 @@ pub async fn run_slice(
         "connector configs resolved"
     );
     let source_cfg = &configs.source;
-    let connector = ConnectorKind::Source.simple_name();
     let worker = &configs.worker;
 
     let mut report = SliceReport {
@@ -215,7 +214,6 @@ pub async fn run_slice(
     let (gbs, usd) = settings.estimated_cost_usd(elapsed.as_secs_f64());
     report.gb_seconds = gbs;
     report.estimated_cost_usd = usd;
-    let _ = connector;
     Ok(report)
 }
 

@@ -70,20 +70,24 @@ impl LocalStateStore {
         &self.dir
     }
 
-    /// Keys contain `->`, `/` and aliases; encode them into one safe file name.
     fn path_for(&self, key: &str) -> PathBuf {
-        let mut name = String::with_capacity(key.len() + 5);
-        for b in key.bytes() {
-            match b {
-                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'.' | b'_' | b'-' => {
-                    name.push(b as char)
-                }
-                _ => name.push_str(&format!("%{b:02X}")),
-            }
-        }
-        name.push_str(".json");
-        self.dir.join("state").join(name)
+        self.dir
+            .join("state")
+            .join(format!("{}.json", file_name_for_key(key)))
     }
+}
+
+/// Keys contain `->`, `/` and cluster aliases: percent-encode everything but `[A-Za-z0-9._-]`
+/// into one safe, collision-free file name. Shared with the local lease files.
+pub(crate) fn file_name_for_key(key: &str) -> String {
+    let mut name = String::with_capacity(key.len());
+    for b in key.bytes() {
+        match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'.' | b'_' | b'-' => name.push(b as char),
+            _ => name.push_str(&format!("%{b:02X}")),
+        }
+    }
+    name
 }
 
 impl StateStore for LocalStateStore {

@@ -20,11 +20,10 @@
 use crate::config::connector::{roles, MirrorHeartbeatConfig};
 use crate::config::Props;
 use crate::connect::internal_topics::{ensure_compacted_topic, Creation};
-use crate::kafka::{build_error, client_config, MirrorContext};
 use crate::lease::{task_key, HeldLease, LeaseStore};
 use crate::report::HeartbeatActivity;
 use crate::wire::Heartbeat;
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::producer::FutureRecord;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -56,7 +55,10 @@ pub async fn send_timestamped(
     if records.is_empty() {
         return Ok(Vec::new());
     }
-    let p = shared_producer(role, producer)?;
+    // Same ordered, non-idempotent defaults as the internal topics: a duplicate in a compacted
+    // topic is harmless.
+    let p = crate::kafka::internal_log::shared_producer(producer, topic)
+        .map_err(|e| format!("{role}: {e}"))?;
     let mut pending = Vec::with_capacity(records.len());
     for (i, (key, value, ts)) in records.iter().enumerate() {
         let record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic)
@@ -84,42 +86,6 @@ pub async fn send_timestamped(
         }
     }
     Ok(offsets)
-}
-
-/// One producer per distinct settings for the whole process. Creating a producer per write
-/// cost a connection and, on drop, ~100 ms waiting for rdkafka's polling thread — per
-/// heartbeat. Ordered, non-idempotent (one request in flight) unless the user set those keys:
-/// a duplicate in a compacted topic is harmless.
-fn shared_producer(role: &str, producer: &Props) -> Result<FutureProducer<MirrorContext>, String> {
-    use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
-    static PRODUCERS: OnceLock<Mutex<HashMap<String, FutureProducer<MirrorContext>>>> =
-        OnceLock::new();
-    let mut identity = producer.clone();
-    identity.remove("client.id");
-    let key = serde_json::to_string(&identity).expect("props serialize");
-    let cache = PRODUCERS.get_or_init(Default::default);
-    if let Some(p) = cache.lock().expect("producer cache poisoned").get(&key) {
-        return Ok(p.clone());
-    }
-    let mut config = client_config(role, producer).map_err(|e| e.to_string())?;
-    if !producer.contains_key("acks") {
-        config.set("acks", "all");
-    }
-    if !producer.contains_key("enable.idempotence") {
-        config.set("enable.idempotence", "false");
-    }
-    if !producer.contains_key("max.in.flight.requests.per.connection") {
-        config.set("max.in.flight.requests.per.connection", "1");
-    }
-    let p: FutureProducer<MirrorContext> = config
-        .create_with_context(MirrorContext)
-        .map_err(|e| build_error(role, e).to_string())?;
-    cache
-        .lock()
-        .expect("producer cache poisoned")
-        .insert(key, p.clone());
-    Ok(p)
 }
 
 /// One heartbeat record of `source -> target` at `now_ms` (§4.4): key, value, timestamp.

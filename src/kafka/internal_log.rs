@@ -401,21 +401,26 @@ pub async fn append(
     if records.is_empty() {
         return Ok(Vec::new());
     }
-    let p = create_producer(producer, topic)?;
+    let p = shared_producer(producer, topic)?;
     append_with(&p, topic, records).await
 }
 
-/// Producers for internal topics, shared process-wide by identical settings: the status,
-/// config and offsets stores of a slice write through one producer per cluster, and a warm
-/// Lambda container reuses it across invocations instead of reconnecting.
-fn create_producer(
+/// Producers for internal topics (and MM2's own records: heartbeats, checkpoints), shared
+/// process-wide by identical settings: the stores and writers of a slice use one producer per
+/// cluster, and a warm Lambda container reuses it across invocations instead of reconnecting.
+/// Creating one per write would also cost ~100 ms on drop (rdkafka's polling thread). `topic`
+/// only names the client in errors.
+pub fn shared_producer(
     producer: &Props,
     topic: &str,
 ) -> Result<FutureProducer<MirrorContext>, LogError> {
     static PRODUCERS: std::sync::OnceLock<
         Mutex<std::collections::HashMap<String, FutureProducer<MirrorContext>>>,
     > = std::sync::OnceLock::new();
-    let key = serde_json::to_string(producer).expect("props serialize");
+    // `client.id` names the role (which store, which task); it must not split the cache.
+    let mut identity = producer.clone();
+    identity.remove("client.id");
+    let key = serde_json::to_string(&identity).expect("props serialize");
     let cache = PRODUCERS.get_or_init(Default::default);
     if let Some(p) = cache.lock().expect("producer cache poisoned").get(&key) {
         return Ok(p.clone());
@@ -678,7 +683,7 @@ impl InternalLog {
             match cached.as_ref() {
                 Some(p) => p.clone(),
                 None => {
-                    let p = create_producer(&self.producer, &self.topic)?;
+                    let p = shared_producer(&self.producer, &self.topic)?;
                     *cached = Some(p.clone());
                     p
                 }

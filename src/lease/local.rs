@@ -40,16 +40,8 @@ impl LocalLeaseStore {
     }
 
     fn path_for(&self, key: &str) -> PathBuf {
-        let mut name = String::new();
-        for b in key.bytes() {
-            match b {
-                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'.' | b'_' | b'-' => {
-                    name.push(b as char)
-                }
-                _ => name.push_str(&format!("%{b:02X}")),
-            }
-        }
-        self.dir.join(format!("{name}.lock"))
+        self.dir
+            .join(format!("{}.lock", crate::state::file_name_for_key(key)))
     }
 
     fn io(key: &str) -> impl FnOnce(std::io::Error) -> LeaseError + '_ {
