@@ -586,18 +586,26 @@ fn copy(
 
     // --- positioning and the log-start gap check ----------------------------------------
     let watermark_timeout = Duration::from_secs(10);
+    // One ListOffsets request for the log starts of every resumed partition, not one per
+    // partition: this is on the path to the first copied record.
+    let resumed: Vec<TopicPartition> = runs
+        .iter()
+        .filter(|r| spec.stored_offsets.get(&r.tp).is_some_and(|o| *o >= 0))
+        .map(|r| r.tp.clone())
+        .collect();
+    let log_starts = listed_offsets(&consumer, &resumed, Offset::Beginning, watermark_timeout)
+        .map_err(kafka_err(task, "list log start offsets"))?;
     let mut assignment = TopicPartitionList::new();
     for run in runs.iter_mut() {
         let (topic, partition) = (&run.tp.0, run.tp.1);
         let offset = match spec.stored_offsets.get(&run.tp) {
             Some(stored) if *stored >= 0 => {
                 let next = stored + 1;
-                let (low, _high) = consumer
-                    .fetch_watermarks(topic, partition, watermark_timeout)
-                    .map_err(kafka_err(
-                        task,
-                        format!("list offsets of {topic}-{partition}"),
-                    ))?;
+                let low = *log_starts.get(&run.tp).ok_or_else(|| {
+                    TaskError::Config(format!(
+                        "{task}: the broker listed no log start for {topic}-{partition}"
+                    ))
+                })?;
                 if next < low {
                     let gap = Gap {
                         topic: topic.clone(),
@@ -947,13 +955,18 @@ fn copy(
 /// records arrive as usual). On a broker whose listed end trails the log (by the last batch),
 /// this check can only err toward "not yet", never toward a false "caught up".
 fn confirm_at_end(consumer: &BaseConsumer<MirrorContext>, runs: &mut [PartitionRun]) -> bool {
+    let at_end: Vec<TopicPartition> = runs
+        .iter()
+        .filter(|r| !r.done && r.at_end)
+        .map(|r| r.tp.clone())
+        .collect();
+    // One request for all partitions; if it fails, trust the end-of-partition events.
+    let ends =
+        listed_offsets(consumer, &at_end, Offset::End, Duration::from_secs(5)).unwrap_or_default();
     let mut all = true;
     for run in runs.iter_mut().filter(|r| !r.done && r.at_end) {
         let position = run.next.or_else(|| position_of(consumer, &run.tp));
-        let listed = consumer
-            .fetch_watermarks(&run.tp.0, run.tp.1, Duration::from_secs(5))
-            .ok()
-            .map(|(_, high)| high);
+        let listed = ends.get(&run.tp).copied();
         if let (Some(position), Some(listed)) = (position, listed) {
             if listed > position {
                 tracing::debug!(
@@ -969,6 +982,34 @@ fn confirm_at_end(consumer: &BaseConsumer<MirrorContext>, runs: &mut [PartitionR
         }
     }
     all
+}
+
+/// The broker's listed start (`Offset::Beginning`) or end (`Offset::End`) offsets of several
+/// partitions, in one ListOffsets request (librdkafka's offsets-for-times with the special
+/// timestamps -2 / -1).
+fn listed_offsets(
+    consumer: &BaseConsumer<MirrorContext>,
+    partitions: &[TopicPartition],
+    which: Offset,
+    timeout: Duration,
+) -> Result<BTreeMap<TopicPartition, i64>, KafkaError> {
+    if partitions.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let mut tpl = TopicPartitionList::new();
+    for (topic, partition) in partitions {
+        tpl.add_partition_offset(topic, *partition, which)?;
+    }
+    let answer = consumer.offsets_for_times(tpl, timeout)?;
+    Ok(answer
+        .elements()
+        .iter()
+        .filter(|e| e.error().is_ok())
+        .filter_map(|e| match e.offset() {
+            Offset::Offset(o) => Some(((e.topic().to_string(), e.partition()), o)),
+            _ => None,
+        })
+        .collect())
 }
 
 /// Produce one consumed record to the same partition of the remote topic, byte for byte.
