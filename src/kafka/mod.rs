@@ -54,6 +54,11 @@ pub fn client_config(role: &str, java: &Props) -> Result<ClientConfig, ClientErr
     // librdkafka installs its own no-op handler for the signal and only sends it to its own
     // threads. SIGIO is not used by tokio, the Lambda runtime or this program.
     config.set("internal.termination.signal", TERMINATION_SIGNAL);
+    // With sparse connections (librdkafka's default) a new client connects to a broker only
+    // when a request needs one, and its first request often waits out a reconnect back-off
+    // (~50 ms, every other client here). Our clients are short-lived and talk to few brokers:
+    // connect to all of them at once. `rdkafka.enable.sparse.connections` overrides.
+    config.set("enable.sparse.connections", "false");
     for (k, v) in &translated.settings {
         config.set(k, v);
     }

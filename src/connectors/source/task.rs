@@ -428,8 +428,10 @@ const CONSUMER_FORCED: &[(&str, &str)] = &[
 ];
 const CONSUMER_DEFAULTS: &[(&str, &str)] = &[
     // An empty fetch at the log end is held by the broker this long: it bounds how soon a
-    // caught-up slice notices it is done.
-    ("fetch.wait.max.ms", "10"),
+    // caught-up slice notices it is done (an idle slice waits on it once). The slice ends once
+    // every partition is at its end, so short empty polls only last while another broker's
+    // partitions still have data.
+    ("fetch.wait.max.ms", "2"),
     // With small prefetch queues (below), librdkafka's default 1 s back-off after a full queue
     // would stall the copy; retry fetching quickly instead.
     ("fetch.queue.backoff.ms", "10"),
@@ -586,15 +588,28 @@ fn copy(
 
     // --- positioning and the log-start gap check ----------------------------------------
     let watermark_timeout = Duration::from_secs(10);
-    // One ListOffsets request for the log starts of every resumed partition, not one per
-    // partition: this is on the path to the first copied record.
+    // The log starts of the resumed partitions (for the gap check) and the log ends of all of
+    // them (the end this slice must reach before it may call itself caught up), as two
+    // ListOffsets requests sent side by side, before anything else is in flight: on the path
+    // to the first copied record, and, listed now, the ends cost nothing at the end of an idle
+    // slice (listed then, they would queue behind the consumer's held fetch).
     let resumed: Vec<TopicPartition> = runs
         .iter()
         .filter(|r| spec.stored_offsets.get(&r.tp).is_some_and(|o| *o >= 0))
         .map(|r| r.tp.clone())
         .collect();
-    let log_starts = listed_offsets(&consumer, &resumed, Offset::Beginning, watermark_timeout)
-        .map_err(kafka_err(task, "list log start offsets"))?;
+    let all: Vec<TopicPartition> = runs.iter().map(|r| r.tp.clone()).collect();
+    let (log_starts, listed_ends) = std::thread::scope(|scope| {
+        let ends = scope.spawn(|| listed_offsets(&consumer, &all, Offset::End, watermark_timeout));
+        let starts = listed_offsets(&consumer, &resumed, Offset::Beginning, watermark_timeout);
+        (starts, ends.join().expect("listing log ends panicked"))
+    });
+    let log_starts = log_starts.map_err(kafka_err(task, "list log start offsets"))?;
+    // Without listed ends, end-of-partition events alone decide "caught up".
+    let listed_ends = listed_ends.unwrap_or_else(|e| {
+        tracing::warn!(task, error = %e, "cannot list log end offsets; trusting end-of-partition events");
+        BTreeMap::new()
+    });
     let mut assignment = TopicPartitionList::new();
     for run in runs.iter_mut() {
         let (topic, partition) = (&run.tp.0, run.tp.1);
@@ -682,7 +697,10 @@ fn copy(
         if Instant::now() >= spec.stop_at {
             break;
         }
-        if runs.iter().all(|r| r.done || r.at_end) && confirm_at_end(&consumer, &mut runs) {
+        if runs.iter().all(|r| r.done || r.at_end)
+            && { true }
+            && confirm_at_end(&consumer, &mut runs, &listed_ends)
+        {
             break;
         }
         // Drive the consumer's main queue (errors, statistics) and the producer's callbacks.
@@ -948,21 +966,18 @@ fn copy(
     result
 }
 
-/// Every partition reported end-of-partition: confirm it against the broker's listed end
-/// offsets before calling the slice caught up. Some brokers answer a fetch with
+/// Every partition reported end-of-partition: confirm it against the log ends listed when the
+/// slice started before calling the slice caught up. Some brokers answer a fetch with
 /// end-of-partition at the old position just after acknowledging new records; the listed end
-/// then shows them. A partition listed beyond its position is no longer at its end (its next
+/// shows them. "Caught up" therefore means: everything in the log when the slice started is
+/// copied (records produced during the slice may wait for the next one). A partition listed beyond its position is no longer at its end (its next
 /// records arrive as usual). On a broker whose listed end trails the log (by the last batch),
 /// this check can only err toward "not yet", never toward a false "caught up".
-fn confirm_at_end(consumer: &BaseConsumer<MirrorContext>, runs: &mut [PartitionRun]) -> bool {
-    let at_end: Vec<TopicPartition> = runs
-        .iter()
-        .filter(|r| !r.done && r.at_end)
-        .map(|r| r.tp.clone())
-        .collect();
-    // One request for all partitions; if it fails, trust the end-of-partition events.
-    let ends =
-        listed_offsets(consumer, &at_end, Offset::End, Duration::from_secs(5)).unwrap_or_default();
+fn confirm_at_end(
+    consumer: &BaseConsumer<MirrorContext>,
+    runs: &mut [PartitionRun],
+    ends: &BTreeMap<TopicPartition, i64>,
+) -> bool {
     let mut all = true;
     for run in runs.iter_mut().filter(|r| !r.done && r.at_end) {
         let position = run.next.or_else(|| position_of(consumer, &run.tp));
