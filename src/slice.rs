@@ -29,7 +29,9 @@ use crate::connect::offset_store::{OffsetStore, PartitionKey};
 use crate::connect::status_store::{StatusStore, StatusUpdate};
 use crate::connectors::checkpoint::runner::{self as checkpoint_runner, CheckpointEnv};
 use crate::connectors::heartbeat::{run_heartbeats, HeartbeatLeases};
-use crate::connectors::source::connector::{run_source_connector_phase, SyncRun};
+use crate::connectors::source::connector::{
+    self as source_connector, run_source_connector_phase, SyncRun,
+};
 use crate::connectors::source::task::{
     run_source_task, SourceTaskSpec, TaskError, TaskHooks, TopicPartition,
 };
@@ -38,11 +40,10 @@ use crate::plan::pair_configs;
 use crate::report::{
     CheckpointActivity, ConnectorActivity, HeartbeatActivity, SliceReport, TaskReport,
 };
-use crate::state::StateStore;
+use crate::state::{SliceState, StateStore};
 use crate::wire::connect_offsets::SourcePartition;
 use crate::wire::connect_status::{State, Status};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -131,6 +132,20 @@ pub async fn run_slice(
     );
     let source_cfg = &configs.source;
     let worker = &configs.worker;
+    // Everything the slice will read from the state store, in one request.
+    let prefetched = SliceEnv {
+        state: Arc::new(SliceState::prefetch(
+            env.state.clone(),
+            &state_keys(&flow, source_cfg.common.tasks_max),
+        )),
+        leases: env.leases.clone(),
+        owner: env.owner.clone(),
+    };
+    let env = &prefetched;
+    tracing::debug!(
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "state prefetched"
+    );
 
     let mut report = SliceReport {
         flow: flow.clone(),
@@ -159,8 +174,8 @@ pub async fn run_slice(
     };
 
     // Heartbeats run beside everything else, in every pair, even a disabled one (§1.3, §9).
-    let heartbeats_stop = Arc::new(AtomicBool::new(false));
-    let heartbeats = spawn_heartbeats(&flow, env, &configs, heartbeats_stop.clone(), stop_at);
+    let (heartbeats_stop, stop_rx) = tokio::sync::watch::channel(false);
+    let heartbeats = spawn_heartbeats(&flow, env, &configs, stop_rx, stop_at);
     // Checkpoints, heartbeats and the RPO probe run after the copy: keep time for them.
     let reserve = post_copy_reserve(&configs, env, &flow, max);
     let stop_at = stop_at.checked_sub(reserve).unwrap_or(started).max(started);
@@ -183,7 +198,7 @@ pub async fn run_slice(
         )
         .await;
         if let Err(e) = copied {
-            heartbeats_stop.store(true, Ordering::SeqCst);
+            heartbeats_stop.send_replace(true);
             finish_heartbeats(heartbeats, deadline).await;
             return Err(e);
         }
@@ -191,8 +206,12 @@ pub async fn run_slice(
     } else {
         tracing::info!("replication disabled for this pair ({flow}.enabled is not true)");
     }
-    heartbeats_stop.store(true, Ordering::SeqCst);
+    heartbeats_stop.send_replace(true);
     report.checkpoints = run_checkpoint_work(&flow, env, &configs, deadline).await;
+    tracing::debug!(
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "checkpoint work done"
+    );
     report.heartbeats = finish_heartbeats(heartbeats, deadline).await;
 
     tracing::debug!(
@@ -239,11 +258,29 @@ async fn run_source(
     let phase_done =
         |what: &str| tracing::debug!(elapsed_ms = t0.elapsed().as_millis() as u64, "{what}");
 
-    // 2. Worker topics.
-    let topics: WorkerTopics = ensure_worker_topics(worker, &admin)
-        .await
-        .map_err(|e| setup(pair, e))?;
-    phase_done("worker topics ready");
+    // 2. Worker topics, and 3. the connector lease, side by side (one is Kafka, the other the
+    // lease table; both are on every slice's critical path).
+    let connector_lease_key = connector_key(&flow, connector);
+    let (topics, connector_lease) = tokio::join!(
+        ensure_worker_topics(worker, &admin),
+        acquire_waiting(
+            env,
+            &connector_lease_key,
+            stop_at.max(Instant::now() + Duration::from_secs(5)),
+        )
+    );
+    let connector_lease = connector_lease.map_err(|e| setup(pair, e))?;
+    let topics: WorkerTopics = match topics {
+        Ok(t) => t,
+        Err(e) => {
+            release_now(connector_lease).await;
+            return Err(setup(pair, e));
+        }
+    };
+    phase_done("worker topics ready, connector lease acquired");
+    // Leases given back while the slice goes on; all are back before it returns. (Detached
+    // tasks, not a JoinSet: an early return must not abort a release in progress.)
+    let mut releases: Vec<tokio::task::JoinHandle<()>> = Vec::new();
     let status = Arc::new(StatusStore::new(
         topics.status.0.clone(),
         topics.status.1,
@@ -252,14 +289,6 @@ async fn run_source(
     ));
 
     // 3. Connector phase, under the connector lease.
-    let connector_lease = acquire_waiting(
-        env,
-        &connector_key(&flow, connector),
-        stop_at.max(Instant::now() + Duration::from_secs(5)),
-    )
-    .await
-    .map_err(|e| setup(pair, e))?;
-    phase_done("connector lease acquired");
     let phase = async {
         let now_ms = chrono::Utc::now().timestamp_millis();
         let outcome = run_source_connector_phase(
@@ -282,17 +311,21 @@ async fn run_source(
                 connector,
                 &cfg.common.props,
                 &outcome.task_configs,
-                &format!("{flow}/{connector}/config-hash"),
+                &config_hash_key(&flow, connector),
             )
             .await
             .map_err(|e| setup(pair, e))?;
         Ok::<_, SliceError>((outcome, written))
     }
     .await;
-    if let Err(e) = connector_lease.release().await {
-        tracing::warn!(error = %e, "connector lease release failed");
-    }
-    let (outcome, configs_written) = phase?;
+    releases.push(tokio::spawn(release_now(connector_lease)));
+    let (outcome, configs_written) = match phase {
+        Ok(done) => done,
+        Err(e) => {
+            join_releases(releases).await;
+            return Err(e);
+        }
+    };
     phase_done("task configs stored");
     report.connector = ConnectorActivity {
         ran: true,
@@ -318,9 +351,12 @@ async fn run_source(
         worker_id: flow.clone(),
         generation: 0,
     };
-    if let Err(e) = status.put_connector(connector, &running).await {
-        tracing::warn!(error = %e, "status update failed");
-    }
+    // Status records are written in the background, in order; all are written before the
+    // slice ends.
+    status.put_all_in_background(vec![StatusUpdate::Connector {
+        name: connector.to_string(),
+        status: running.clone(),
+    }]);
 
     // 4. Tasks: take each free task's lease, then set up and run all of them side by side.
     let flush_interval = Duration::from_millis(
@@ -357,7 +393,7 @@ async fn run_source(
             consumer.clone(),
             producer.clone(),
             env.state.clone(),
-            format!("{flow}/{connector}/{task_id}/offsets-hint"),
+            offsets_hint_key(&flow, connector, task_id),
         );
         let source_partitions: Vec<SourcePartition> = partitions
             .iter()
@@ -422,9 +458,11 @@ async fn run_source(
                     _ => None,
                 })
                 .collect();
-            if let Err(e) = status.put_task(connector, task_id as i32, &running).await {
-                tracing::warn!(error = %e, "status update failed");
-            }
+            status.put_all_in_background(vec![StatusUpdate::Task {
+                connector: connector.to_string(),
+                task: task_id as i32,
+                status: running,
+            }]);
             let mut hooks = StoreHooks {
                 store,
                 handle,
@@ -456,7 +494,7 @@ async fn run_source(
             generation: 0,
         };
         let report_json = serde_json::to_value(&task_report).expect("report serializes");
-        let updates = [
+        let updates = vec![
             StatusUpdate::Task {
                 connector: connector.to_string(),
                 task: task_id as i32,
@@ -468,12 +506,13 @@ async fn run_source(
                 report: report_json,
             },
         ];
-        if let Err(e) = status.put_all(&updates).await {
-            tracing::warn!(error = %e, task = task_id, "status update failed");
-        }
-        if let Err(e) = lease.release().await {
-            tracing::warn!(error = %e, task = task_id, "task lease release failed");
-        }
+        // The lease goes back only after the task's final status is written: a next holder's
+        // RUNNING must not be overtaken by our UNASSIGNED.
+        let written = status.put_all_in_background(updates);
+        releases.push(tokio::spawn(async move {
+            let _ = written.await;
+            release_now(lease).await
+        }));
         report.tasks.push(task_report);
         phase_done("task finished and released");
     }
@@ -494,11 +533,48 @@ async fn run_source(
             generation: 0,
         }
     };
-    if let Err(e) = status.put_connector(connector, &connector_state).await {
-        tracing::warn!(error = %e, "status update failed");
-    }
-    phase_done("connector status written");
+    status.put_all_in_background(vec![StatusUpdate::Connector {
+        name: connector.to_string(),
+        status: connector_state,
+    }]);
+    status.flush_background().await;
+    join_releases(releases).await;
+    phase_done("connector status written, leases released");
     Ok(())
+}
+
+/// Where the source connector's task-config hash is kept in the state store.
+fn config_hash_key(flow: &str, connector: &str) -> String {
+    format!("{flow}/{connector}/config-hash")
+}
+
+/// Where task `task`'s offsets position hint is kept in the state store.
+fn offsets_hint_key(flow: &str, connector: &str, task: u32) -> String {
+    format!("{flow}/{connector}/{task}/offsets-hint")
+}
+
+/// Every state key a slice of `flow` reads (see [`SliceState`]).
+fn state_keys(flow: &str, tasks_max: u32) -> Vec<String> {
+    let source = ConnectorKind::Source.simple_name();
+    let mut keys = source_connector::state_keys(&format!("{flow}/{source}"));
+    keys.push(config_hash_key(flow, source));
+    keys.extend((0..tasks_max).map(|t| offsets_hint_key(flow, source, t)));
+    keys.extend(checkpoint_runner::state_keys(flow));
+    keys
+}
+
+async fn join_releases(releases: Vec<tokio::task::JoinHandle<()>>) {
+    for r in releases {
+        let _ = r.await;
+    }
+}
+
+/// Give a lease back now; a failure only delays the next holder until the lease expires.
+async fn release_now(lease: HeldLease) {
+    let key = lease.key().to_string();
+    if let Err(e) = lease.release().await {
+        tracing::warn!(error = %e, lease = key, "lease release failed");
+    }
 }
 
 fn failed_outcome(error: String) -> crate::connectors::source::task::TaskOutcome {
@@ -618,7 +694,7 @@ fn spawn_heartbeats(
     flow: &str,
     env: &SliceEnv,
     configs: &crate::plan::PairConfigs,
-    stop: Arc<AtomicBool>,
+    stop: tokio::sync::watch::Receiver<bool>,
     stop_at: Instant,
 ) -> tokio::task::JoinHandle<HeartbeatActivity> {
     use tracing::Instrument;

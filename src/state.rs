@@ -11,7 +11,9 @@
 //! implements the same trait.
 
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
@@ -35,6 +37,59 @@ pub enum StateError {
 pub trait StateStore: Send + Sync {
     fn get(&self, key: &str) -> Result<Option<Value>, StateError>;
     fn put(&self, key: &str, value: &Value) -> Result<(), StateError>;
+    /// Several keys at once. Stores with a per-request cost (DynamoDB) answer in one request.
+    fn get_many(&self, keys: &[String]) -> Result<BTreeMap<String, Option<Value>>, StateError> {
+        keys.iter().map(|k| Ok((k.clone(), self.get(k)?))).collect()
+    }
+}
+
+/// The state of one slice, read in one request at its start.
+///
+/// A slice reads a handful of small documents (sync timestamps, the task-config hash, offsets
+/// hints, checkpoint timestamps) one after another on its critical path; against DynamoDB each
+/// is a round trip. This wrapper fetches them all up front and serves reads from that copy,
+/// writing through. Reading a value as of the slice's start instead of a moment later is safe
+/// for every key: a stale sync timestamp or config hash only repeats a sync or a config write,
+/// and an older offsets hint is still a consistent (position, values) pair that makes the load
+/// read a little more of the offsets topic. Keys not prefetched are read from the store.
+pub struct SliceState {
+    inner: Arc<dyn StateStore>,
+    cache: Mutex<BTreeMap<String, Option<Value>>>,
+}
+
+impl SliceState {
+    /// Prefetch `keys`; if that fails, every read goes to the store (and may fail there).
+    pub fn prefetch(inner: Arc<dyn StateStore>, keys: &[String]) -> Self {
+        let cache = match inner.get_many(keys) {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(error = %e, "state prefetch failed; reading keys one by one");
+                BTreeMap::new()
+            }
+        };
+        SliceState {
+            inner,
+            cache: Mutex::new(cache),
+        }
+    }
+}
+
+impl StateStore for SliceState {
+    fn get(&self, key: &str) -> Result<Option<Value>, StateError> {
+        if let Some(v) = self.cache.lock().expect("state cache poisoned").get(key) {
+            return Ok(v.clone());
+        }
+        self.inner.get(key)
+    }
+
+    fn put(&self, key: &str, value: &Value) -> Result<(), StateError> {
+        self.inner.put(key, value)?;
+        self.cache
+            .lock()
+            .expect("state cache poisoned")
+            .insert(key.to_string(), Some(value.clone()));
+        Ok(())
+    }
 }
 
 /// Environment variable naming the state directory of the CLI.

@@ -334,6 +334,31 @@ async fn state_round_trip_missing_key_and_corrupt_doc() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_many_answers_like_get_for_present_missing_and_many_keys() {
+    let store = fresh_store().await;
+    let state: &dyn StateStore = &store;
+    // More keys than one BatchGetItem takes (100), some stored, some not, and one lease item
+    // of the same name (state and leases must not mix).
+    let keys: Vec<String> = (0..130).map(|i| format!("A->B/k{i}")).collect();
+    for (i, key) in keys.iter().enumerate().filter(|(i, _)| i % 3 == 0) {
+        state.put(key, &json!({ "n": i })).unwrap();
+    }
+    store
+        .try_acquire(&keys[1], "w", Duration::from_secs(30))
+        .await
+        .unwrap()
+        .expect("lease");
+    let many = state.get_many(&keys).unwrap();
+    assert_eq!(many.len(), keys.len());
+    for key in &keys {
+        assert_eq!(many[key], state.get(key).unwrap(), "{key}");
+    }
+    assert_eq!(many["A->B/k3"], Some(json!({ "n": 3 })));
+    assert_eq!(many["A->B/k1"], None, "a lease is not a state document");
+    assert_eq!(state.get_many(&[]).unwrap(), Default::default());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_name_the_key_and_the_dynamodb_code() {
     let stack = common::stack();
     let missing = DynamoLeaseStore::with_endpoint(&stack.dynamodb, REGION, &common::unique("nope"));

@@ -13,6 +13,7 @@
 //! harmless to a Java worker sharing the topic.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::Props;
@@ -66,6 +67,9 @@ pub enum StatusUpdate {
 pub struct StatusStore {
     log: InternalLog,
     partitions: i32,
+    /// The last write queued by [`StatusStore::put_all_in_background`]; each such write waits
+    /// for the one before it, so they land in the order they were queued.
+    background: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl StatusStore {
@@ -84,6 +88,7 @@ impl StatusStore {
         StatusStore {
             log: InternalLog::new(topic, consumer, producer),
             partitions,
+            background: std::sync::Mutex::new(None),
         }
     }
 
@@ -175,6 +180,42 @@ impl StatusStore {
         }
         self.log.append(records).await?;
         Ok(())
+    }
+
+    /// Write `updates` without waiting for them: statuses are for people and tools, not on a
+    /// slice's critical path. Writes queued this way land in queue order; a failure is logged
+    /// (as Connect's status backing store does). The receiver fires once this write is done,
+    /// delivered or not; [`StatusStore::flush_background`] waits for all of them.
+    pub fn put_all_in_background(
+        self: &Arc<Self>,
+        updates: Vec<StatusUpdate>,
+    ) -> tokio::sync::oneshot::Receiver<()> {
+        let (done, written) = tokio::sync::oneshot::channel();
+        let store = self.clone();
+        let mut last = self.background.lock().expect("status queue poisoned");
+        let previous = last.take();
+        *last = Some(tokio::spawn(async move {
+            if let Some(previous) = previous {
+                let _ = previous.await;
+            }
+            if let Err(e) = store.put_all(&updates).await {
+                tracing::warn!(topic = store.topic(), error = %e, "status update failed");
+            }
+            let _ = done.send(());
+        }));
+        written
+    }
+
+    /// Wait until every write queued with [`StatusStore::put_all_in_background`] is done.
+    pub async fn flush_background(&self) {
+        let last = self
+            .background
+            .lock()
+            .expect("status queue poisoned")
+            .take();
+        if let Some(last) = last {
+            let _ = last.await;
+        }
     }
 
     /// The latest value of every key in the topic (`None` = tombstone), read from the beginning.

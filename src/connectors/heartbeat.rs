@@ -24,7 +24,6 @@ use crate::lease::{task_key, HeldLease, LeaseStore};
 use crate::report::HeartbeatActivity;
 use crate::wire::Heartbeat;
 use rdkafka::producer::FutureRecord;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -126,7 +125,7 @@ pub async fn run_heartbeats(
     flow: &str,
     producer: &Props,
     leases: &HeartbeatLeases,
-    stop: Arc<AtomicBool>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
     stop_at: Instant,
 ) -> HeartbeatActivity {
     let topic = cfg.heartbeats_topic();
@@ -209,16 +208,23 @@ pub async fn run_heartbeats(
             }
             last = Some(now);
         }
-        if stop.load(Ordering::SeqCst) || Instant::now() >= stop_at {
+        // A dropped sender means the slice is gone: stop too.
+        let stopped = |stop: &tokio::sync::watch::Receiver<bool>| {
+            *stop.borrow() || stop.has_changed().is_err()
+        };
+        if stopped(&stop) || Instant::now() >= stop_at {
             break;
         }
-        // Wake often enough to notice `stop`, never later than the next heartbeat.
+        // Sleep until the next heartbeat or `stop`, whichever comes first: the slice's end
+        // waits for this task, so noticing `stop` late would cost every slice.
         let next = next_due(last, interval).unwrap_or(now);
         let wait = next
             .saturating_duration_since(Instant::now())
-            .min(stop_at.saturating_duration_since(Instant::now()))
-            .min(Duration::from_millis(50));
-        tokio::time::sleep(wait).await;
+            .min(stop_at.saturating_duration_since(Instant::now()));
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = stop.changed() => {}
+        }
     }
     if let Err(e) = lease.release().await {
         tracing::warn!(lease = key, error = %e, "heartbeat lease release failed");

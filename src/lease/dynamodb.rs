@@ -53,8 +53,8 @@ use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ReturnValue,
-    ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TableStatus,
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, KeysAndAttributes,
+    ReturnValue, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TableStatus,
 };
 use aws_sdk_dynamodb::Client;
 use serde_json::Value;
@@ -85,6 +85,35 @@ pub struct DynamoLeaseStore {
     client: Client,
     table: String,
     clock_skew: Duration,
+}
+
+/// Logs (at debug) each table request's key and round-trip time when dropped: the lease and
+/// state requests sit on every slice's critical path, so their latency is worth seeing.
+struct RequestTimer<'a> {
+    op: &'static str,
+    key: &'a str,
+    started: std::time::Instant,
+}
+
+impl<'a> RequestTimer<'a> {
+    fn start(op: &'static str, key: &'a str) -> Self {
+        RequestTimer {
+            op,
+            key,
+            started: std::time::Instant::now(),
+        }
+    }
+}
+
+impl Drop for RequestTimer<'_> {
+    fn drop(&mut self) {
+        tracing::debug!(
+            op = self.op,
+            key = self.key,
+            elapsed_us = self.started.elapsed().as_micros() as u64,
+            "lease table request"
+        );
+    }
 }
 
 fn now_ms() -> i64 {
@@ -266,6 +295,7 @@ impl DynamoLeaseStore {
 
     /// The state document stored under `key`, if any. Async twin of [`StateStore::get`].
     pub async fn get_state(&self, key: &str) -> Result<Option<Value>, StateError> {
+        let _timer = RequestTimer::start("GetItem(state)", key);
         let out = self
             .client
             .get_item()
@@ -275,29 +305,86 @@ impl DynamoLeaseStore {
             .send()
             .await
             .map_err(|e| self.state_backend(key, "GetItem", describe_sdk_error(&e)))?;
-        let Some(item) = out.item() else {
-            return Ok(None);
-        };
-        let doc = match item.get("doc") {
-            Some(AttributeValue::S(doc)) => doc,
-            other => {
-                return Err(self.state_backend(
-                    key,
-                    "GetItem",
-                    format!("item has no string attribute `doc` (found {other:?})"),
-                ))
+        match out.item() {
+            None => Ok(None),
+            Some(item) => state_from_item(key, item).map(Some),
+        }
+    }
+
+    /// Several state documents in as few requests as possible (BatchGetItem, 100 keys each,
+    /// consistent reads, unprocessed keys retried). Async twin of [`StateStore::get_many`].
+    pub async fn get_states(
+        &self,
+        keys: &[String],
+    ) -> Result<std::collections::BTreeMap<String, Option<Value>>, StateError> {
+        let mut found: std::collections::BTreeMap<String, Option<Value>> =
+            keys.iter().map(|k| (k.clone(), None)).collect();
+        // BatchGetItem refuses a list with duplicates: ask for each key once.
+        let unique: Vec<String> = found.keys().cloned().collect();
+        for chunk in unique.chunks(100) {
+            let first = chunk.first().map(String::as_str).unwrap_or_default();
+            let _timer = RequestTimer::start("BatchGetItem(state)", first);
+            let mut request = KeysAndAttributes::builder().consistent_read(true);
+            for key in chunk {
+                request = request.keys(HashMap::from([(
+                    KEY.to_string(),
+                    s(&format!("{STATE_PREFIX}{key}")),
+                )]));
             }
-        };
-        serde_json::from_str(doc)
-            .map(Some)
-            .map_err(|source| StateError::Corrupt {
-                key: key.to_string(),
-                source,
-            })
+            let mut pending = Some(
+                request
+                    .build()
+                    .map_err(|e| self.state_backend(first, "BatchGetItem", e.to_string()))?,
+            );
+            // The SDK retries throttling; unprocessed keys (partial answers) are ours to retry.
+            let mut rounds = 0;
+            while let Some(request) = pending.take() {
+                rounds += 1;
+                if rounds > 10 {
+                    return Err(self.state_backend(
+                        first,
+                        "BatchGetItem",
+                        "keys still unprocessed after 10 rounds".into(),
+                    ));
+                }
+                let out = self
+                    .client
+                    .batch_get_item()
+                    .request_items(&self.table, request)
+                    .send()
+                    .await
+                    .map_err(|e| {
+                        self.state_backend(first, "BatchGetItem", describe_sdk_error(&e))
+                    })?;
+                for item in out
+                    .responses()
+                    .and_then(|r| r.get(&self.table))
+                    .into_iter()
+                    .flatten()
+                {
+                    let Some(key) = attr_s(item, KEY).and_then(|k| k.strip_prefix(STATE_PREFIX))
+                    else {
+                        continue;
+                    };
+                    let value = state_from_item(key, item)?;
+                    found.insert(key.to_string(), Some(value));
+                }
+                pending = out
+                    .unprocessed_keys()
+                    .and_then(|u| u.get(&self.table))
+                    .filter(|k| !k.keys().is_empty())
+                    .cloned();
+                if pending.is_some() {
+                    tokio::time::sleep(Duration::from_millis(20 * rounds)).await;
+                }
+            }
+        }
+        Ok(found)
     }
 
     /// Store `value` under `key`, replacing what was there. Async twin of [`StateStore::put`].
     pub async fn put_state(&self, key: &str, value: &Value) -> Result<(), StateError> {
+        let _timer = RequestTimer::start("PutItem(state)", key);
         let doc = serde_json::to_string(value).expect("JSON value serializes");
         self.client
             .put_item()
@@ -338,6 +425,23 @@ impl DynamoLeaseStore {
         }
         tokio::task::block_in_place(|| handle.block_on(fut))
     }
+}
+
+/// The JSON document of a state item.
+fn state_from_item(key: &str, item: &HashMap<String, AttributeValue>) -> Result<Value, StateError> {
+    let doc = match item.get("doc") {
+        Some(AttributeValue::S(doc)) => doc,
+        other => {
+            return Err(StateError::Backend {
+                key: key.to_string(),
+                message: format!("item has no string attribute `doc` (found {other:?})"),
+            })
+        }
+    };
+    serde_json::from_str(doc).map_err(|source| StateError::Corrupt {
+        key: key.to_string(),
+        source,
+    })
 }
 
 /// Parse one numeric attribute of a lease item.
@@ -391,6 +495,7 @@ impl LeaseStore for DynamoLeaseStore {
         owner: &str,
         ttl: Duration,
     ) -> Result<Option<LeaseInfo>, LeaseError> {
+        let _timer = RequestTimer::start("UpdateItem(acquire)", key);
         let now = now_ms();
         let expires = now + ttl.as_millis() as i64;
         let cutoff = now - self.clock_skew.as_millis() as i64;
@@ -442,6 +547,7 @@ impl LeaseStore for DynamoLeaseStore {
         lease: &LeaseInfo,
         ttl: Duration,
     ) -> Result<Option<LeaseInfo>, LeaseError> {
+        let _timer = RequestTimer::start("UpdateItem(renew)", &lease.key);
         let now = now_ms();
         let expires = now + ttl.as_millis() as i64;
         let result = self
@@ -475,6 +581,7 @@ impl LeaseStore for DynamoLeaseStore {
     }
 
     async fn release(&self, lease: &LeaseInfo) -> Result<(), LeaseError> {
+        let _timer = RequestTimer::start("UpdateItem(release)", &lease.key);
         let result = self
             .client
             .update_item()
@@ -530,6 +637,15 @@ impl StateStore for DynamoLeaseStore {
     /// Needs the multi-thread tokio runtime; see the module doc.
     fn put(&self, key: &str, value: &Value) -> Result<(), StateError> {
         self.block_on(key, self.put_state(key, value))
+    }
+
+    /// Needs the multi-thread tokio runtime; see the module doc.
+    fn get_many(
+        &self,
+        keys: &[String],
+    ) -> Result<std::collections::BTreeMap<String, Option<Value>>, StateError> {
+        let first = keys.first().map(String::as_str).unwrap_or_default();
+        self.block_on(first, self.get_states(keys))
     }
 }
 

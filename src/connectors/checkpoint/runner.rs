@@ -124,6 +124,14 @@ fn remember(state: &dyn StateStore, key: &str, value: serde_json::Value) {
     }
 }
 
+/// The state keys the checkpoint work of `flow` reads, for the slice's prefetch.
+pub fn state_keys(flow: &str) -> Vec<String> {
+    [GROUPS_STATE, EMIT_STATE, SYNC_STATE]
+        .iter()
+        .map(|name| format!("{flow}/{CONNECTOR}/{name}"))
+        .collect()
+}
+
 /// What is due for `cfg` at `now_ms`; `None` when checkpointing is off for the pair (flow
 /// disabled or `emit.checkpoints.enabled=false`, §1.3).
 pub fn due(

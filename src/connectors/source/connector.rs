@@ -51,6 +51,15 @@ type Admin = AdminClient<MirrorContext>;
 const CONFIG_SYNC_STATE: &str = "topic-config-sync";
 const ACL_SYNC_STATE: &str = "topic-acl-sync";
 
+/// The state keys the connector phase reads under `state_prefix` (`<flow>/<connector>`), for
+/// the slice's prefetch.
+pub fn state_keys(state_prefix: &str) -> Vec<String> {
+    [CONFIG_SYNC_STATE, ACL_SYNC_STATE]
+        .iter()
+        .map(|name| format!("{state_prefix}/{name}"))
+        .collect()
+}
+
 /// The hint Java logs the first time ACL sync meets a broker without an authorizer (§12.4 #36).
 pub const SECURITY_DISABLED_HINT: &str = "Consider disabling topic ACL syncing by setting \
      sync.topic.acls.enabled to 'false': the source cluster has no authorizer \
