@@ -27,8 +27,8 @@
 //!   the history is written through the library exactly as a slice writes it (see below);
 //! * `MIRRORSLICE_BENCH_REPS` (3) — repetitions of each start-up measurement (median printed);
 //! * `MIRRORSLICE_BENCH_ONLY` = `throughput` | `startup`;
-//! * `MIRRORSLICE_BENCH_CONSUMER` (`queued.max.messages.kbytes=1024,fetch.queue.backoff.ms=10`),
-//!   `MIRRORSLICE_BENCH_PRODUCER` (`queue.buffering.max.kbytes=4096`) — a second set of
+//! * `MIRRORSLICE_BENCH_CONSUMER`, `MIRRORSLICE_BENCH_PRODUCER` (both `none`: skipped), e.g.
+//!   `queued.max.messages.kbytes=1024`, `queue.buffering.max.kbytes=2048` — a second set of
 //!   throughput runs with these librdkafka settings on top of the task's defaults, given alike
 //!   to the pipe and to `mirrorslice` (as `<source>.consumer.<key>`, `<target>.producer.<key>`);
 //!   `none` for both skips that set.
@@ -90,20 +90,25 @@ const MIRRORSLICE: &str = env!("CARGO_BIN_EXE_mirrorslice");
 const TIME_BIN: &str = "/usr/bin/time";
 
 /// The task's settings, copied from `src/connectors/source/task.rs` (CONSUMER_FORCED,
-/// CONSUMER_DEFAULTS, PRODUCER_DEFAULTS) so the baseline pipe runs with the same ones.
+/// CONSUMER_DEFAULTS, PRODUCER_DEFAULTS, the prefetch budget) so the baseline pipe runs with
+/// the same ones. The pipe reads one queue, so the task's whole budget (2 MiB) bounds it; with
+/// `MIRRORSLICE_BENCH_PIPE_PARTITION_QUEUES=1` each partition gets the task's share instead.
 const PIPE_CONSUMER: &[(&str, &str)] = &[
     ("enable.partition.eof", "true"),
     ("enable.auto.commit", "false"),
     ("enable.auto.offset.store", "false"),
     ("auto.offset.reset", "error"),
-    ("queued.max.messages.kbytes", "16384"),
-    ("fetch.wait.max.ms", "100"),
+    ("fetch.wait.max.ms", "2"),
+    ("fetch.queue.backoff.ms", "10"),
 ];
+const PIPE_PREFETCH_BUDGET_KB: usize = 2 * 1024;
+const PIPE_PREFETCH_MIN_KB: usize = 64;
 const PIPE_PRODUCER: &[(&str, &str)] = &[
     ("acks", "all"),
-    ("enable.idempotence", "true"),
+    ("enable.idempotence", "false"),
+    ("max.in.flight.requests.per.connection", "1"),
     ("linger.ms", "5"),
-    ("queue.buffering.max.kbytes", "16384"),
+    ("queue.buffering.max.kbytes", "4096"),
     ("compression.type", "none"),
 ];
 
@@ -211,14 +216,8 @@ fn settings() -> Settings {
         history_secs: env_num("MIRRORSLICE_BENCH_HISTORY_SECS", 600u64),
         reps: env_num("MIRRORSLICE_BENCH_REPS", 3usize).max(1),
         only: std::env::var("MIRRORSLICE_BENCH_ONLY").ok(),
-        consumer_extra: pairs(
-            "MIRRORSLICE_BENCH_CONSUMER",
-            "queued.max.messages.kbytes=1024,fetch.queue.backoff.ms=10",
-        ),
-        producer_extra: pairs(
-            "MIRRORSLICE_BENCH_PRODUCER",
-            "queue.buffering.max.kbytes=4096",
-        ),
+        consumer_extra: pairs("MIRRORSLICE_BENCH_CONSUMER", "none"),
+        producer_extra: pairs("MIRRORSLICE_BENCH_PRODUCER", "none"),
         a: format!("127.0.0.1:{}", port("MIRRORSLICE_STACK_A_PORT", "19092")),
         b: format!("127.0.0.1:{}", port("MIRRORSLICE_STACK_B_PORT", "29092")),
     }
@@ -987,6 +986,13 @@ fn pipe_main(args: &[String]) -> BenchResult<()> {
     for (k, v) in PIPE_CONSUMER {
         cc.set(*k, *v);
     }
+    let split = std::env::var("MIRRORSLICE_BENCH_PIPE_PARTITION_QUEUES").as_deref() == Ok("1");
+    let prefetch_kb = if split {
+        (PIPE_PREFETCH_BUDGET_KB / partitions.max(1) as usize).max(PIPE_PREFETCH_MIN_KB)
+    } else {
+        PIPE_PREFETCH_BUDGET_KB
+    };
+    cc.set("queued.max.messages.kbytes", prefetch_kb.to_string());
     for (k, v) in pairs("MIRRORSLICE_BENCH_CONSUMER", "") {
         cc.set(k, v);
     }
@@ -1016,7 +1022,6 @@ fn pipe_main(args: &[String]) -> BenchResult<()> {
     // MIRRORSLICE_BENCH_PIPE_PARTITION_QUEUES=1, one queue per partition polled in bursts, as
     // `mirrorslice`'s task does (this changes what `queued.max.messages.kbytes` bounds: the
     // whole consumer, or each partition).
-    let split = std::env::var("MIRRORSLICE_BENCH_PIPE_PARTITION_QUEUES").as_deref() == Ok("1");
     let consumer = Arc::new(consumer);
     let queues: Vec<_> = if split {
         (0..partitions)

@@ -33,7 +33,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use rdkafka::admin::AdminClient;
 use serde::Serialize;
 
 use crate::config::mm2::is_client_config_name;
@@ -43,7 +42,7 @@ use crate::kafka::admin_ext::{
     AdminError, GroupState,
 };
 use crate::kafka::internal_log::{self, LogError, BEGINNING};
-use crate::kafka::{build_error, client_config, ClientError, MirrorContext};
+use crate::kafka::ClientError;
 use crate::plan::select_pairs;
 use crate::policy::ReplicationPolicy;
 use crate::wire::checkpoint::Checkpoint;
@@ -319,9 +318,7 @@ pub async fn failover(
 ) -> Result<FailoverPlan, FailoverError> {
     let translation = read_translation(mm, flow, group, opts.timeout).await?;
     let client = TargetClient::new(mm, flow)?;
-    let admin: AdminClient<MirrorContext> = client_config(&client.admin_role, &client.admin)?
-        .create_with_context(MirrorContext)
-        .map_err(|e| build_error(&client.admin_role, e))?;
+    let admin = crate::kafka::shared_admin(&client.admin_role, &client.admin)?;
     let admin_err = |what, source| FailoverError::Admin {
         cluster: flow.target.clone(),
         what,

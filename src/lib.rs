@@ -25,6 +25,7 @@ pub mod failover;
 pub mod filter;
 pub mod kafka;
 pub mod lease;
+pub mod memory;
 pub mod metrics;
 pub mod mirror_client;
 pub mod plan;

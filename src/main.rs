@@ -96,6 +96,7 @@ fn init_logging() {
 }
 
 fn main() -> ExitCode {
+    mirrorslice::memory::limit_malloc_arenas();
     let cli = Cli::parse();
     init_logging();
     let runtime = tokio::runtime::Builder::new_multi_thread()

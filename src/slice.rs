@@ -33,7 +33,7 @@ use crate::connectors::source::connector::{
     self as source_connector, run_source_connector_phase, SyncRun,
 };
 use crate::connectors::source::task::{
-    run_source_task, SourceTaskSpec, TaskError, TaskHooks, TopicPartition,
+    run_source_task, SourceTaskSpec, TaskError, TaskHooks, TaskMemory, TopicPartition,
 };
 use crate::lease::{connector_key, task_key, HeldLease, LeaseStore, Ownership};
 use crate::plan::pair_configs;
@@ -365,26 +365,49 @@ async fn run_source(
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(60_000),
     );
-    let handle = tokio::runtime::Handle::current();
-    let mut running_tasks = tokio::task::JoinSet::new();
-    for (task_id, partitions) in outcome.task_partitions.iter().enumerate() {
-        let task_id = task_id as u32;
+    // All task leases are requested at once (one round trip, not one per task); the tasks this
+    // invocation won share the slice's memory budget.
+    let mut acquiring = tokio::task::JoinSet::new();
+    for task_id in 0..outcome.task_partitions.len() as u32 {
+        let (leases, owner) = (env.leases.clone(), env.owner.clone());
         let key = task_key(&flow, connector, task_id);
-        let info = match env
-            .leases
-            .try_acquire(&key, &env.owner, LEASE_TTL)
-            .await
-            .map_err(|e| setup(pair, e))?
-        {
-            Some(info) => info,
-            None => {
+        acquiring.spawn(async move {
+            let got = leases.try_acquire(&key, &owner, LEASE_TTL).await;
+            (task_id, got)
+        });
+    }
+    let mut won = BTreeMap::new();
+    let mut failure = None;
+    while let Some(joined) = acquiring.join_next().await {
+        match joined.expect("lease acquisition panicked") {
+            (task_id, Ok(Some(info))) => {
+                won.insert(task_id, info);
+            }
+            (task_id, Ok(None)) => {
                 tracing::info!(task = task_id, "task lease held by another invocation");
                 report
                     .tasks
                     .push(TaskReport::held_elsewhere(connector, task_id));
-                continue;
             }
-        };
+            (_, Err(e)) => failure = Some(e),
+        }
+    }
+    if let Some(e) = failure {
+        for info in won.into_values() {
+            if let Err(e) = env.leases.release(&info).await {
+                tracing::warn!(error = %e, lease = info.key, "lease release failed");
+            }
+        }
+        status.flush_background().await;
+        join_releases(releases).await;
+        return Err(setup(pair, e));
+    }
+    let memory = TaskMemory::share(won.len());
+
+    let handle = tokio::runtime::Handle::current();
+    let mut running_tasks = tokio::task::JoinSet::new();
+    for (task_id, info) in won {
+        let partitions = &outcome.task_partitions[task_id as usize];
         let token = info.fencing_token;
         let lease = HeldLease::start(env.leases.clone(), info, LEASE_TTL, LEASE_SAFETY);
         let mut store = OffsetStore::new(
@@ -427,6 +450,7 @@ async fn run_source(
             on_gap: settings.on_gap,
             silence_check_after: settings.silence_check_after,
             sync_every_commit: sync_every_commit(&cfg.common.props),
+            memory,
         };
         let (status, running, handle, source_alias) = (
             status.clone(),

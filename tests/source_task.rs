@@ -6,7 +6,7 @@ mod common;
 use common::TestRecord;
 use mirrorslice::config::Props;
 use mirrorslice::connectors::source::task::{
-    run_source_task, GapPolicy, SourceTaskSpec, TaskError, TaskHooks, TopicPartition,
+    run_source_task, GapPolicy, SourceTaskSpec, TaskError, TaskHooks, TaskMemory, TopicPartition,
 };
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -58,6 +58,7 @@ fn spec(
         on_gap: GapPolicy::Fail,
         silence_check_after: Duration::from_secs(3),
         sync_every_commit: true,
+        memory: TaskMemory::default(),
     }
 }
 

@@ -310,8 +310,16 @@ fn init_logging() {
         .try_init();
 }
 
-#[tokio::main]
-async fn main() -> Result<(), lambda_runtime::Error> {
+fn main() -> Result<(), lambda_runtime::Error> {
+    // Before the runtime's threads exist (see mirrorslice::memory).
+    mirrorslice::memory::limit_malloc_arenas();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(serve())
+}
+
+async fn serve() -> Result<(), lambda_runtime::Error> {
     init_logging();
     let function = Function {
         config_path: config_path(),

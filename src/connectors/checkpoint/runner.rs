@@ -65,7 +65,7 @@ use crate::connectors::heartbeat::{send_timestamped, TimestampedRecord};
 use crate::connectors::source::connector::{sync_due, SyncRun};
 use crate::kafka::admin_ext::{self, AdminError, GroupState};
 use crate::kafka::internal_log::{self, LogError, LogRecord, BEGINNING};
-use crate::kafka::{build_error, client_config, MirrorContext};
+use crate::kafka::MirrorContext;
 use crate::lease::{task_key, HeldLease, LeaseStore};
 use crate::report::CheckpointActivity;
 use crate::state::StateStore;
@@ -246,11 +246,10 @@ struct Run<'a> {
     activity: CheckpointActivity,
 }
 
-fn make_admin(role: &str, props: &Props) -> Result<Admin, String> {
-    client_config(role, props)
-        .map_err(|e| e.to_string())?
-        .create_with_context(MirrorContext)
-        .map_err(|e| build_error(role, e).to_string())
+/// The process-wide admin client for these settings: a fresh one per slice would cost ~100 ms
+/// when dropped (rdkafka joins its polling thread), on every slice that emits checkpoints.
+fn make_admin(role: &str, props: &Props) -> Result<std::sync::Arc<Admin>, String> {
+    crate::kafka::shared_admin(role, props).map_err(|e| e.to_string())
 }
 
 /// `listConsumerGroupOffsets` rows as Java's map: offset −1 is a null `OffsetAndMetadata`.
