@@ -8,11 +8,12 @@
 //! a 300k-record copy, peak RSS fell by 2–5 MiB at no throughput cost. On Lambda, memory is
 //! what an invocation is billed by.
 
-/// Limit glibc's malloc arenas to two. Must run before any thread starts (tokio, librdkafka):
-/// threads pick their arena on first allocation. A no-op on other C libraries.
+/// Limit glibc's malloc arenas to two, unless `MALLOC_ARENA_MAX` is set (glibc's own variable:
+/// the operator's choice wins). Must run before any thread starts (tokio, librdkafka): threads
+/// pick their arena on first allocation. A no-op on other C libraries.
 pub fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
         // SAFETY: mallopt only sets an allocator parameter; called before other threads exist.
         let ok = unsafe { libc::mallopt(libc::M_ARENA_MAX, 2) };
         if ok != 1 {

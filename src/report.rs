@@ -291,6 +291,7 @@ mod tests {
             partitions: parts,
             commits: 1,
             offset_syncs_sent: 0,
+            offset_syncs_end: None,
             gaps: Vec::new(),
             error: error.map(String::from),
         }

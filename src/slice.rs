@@ -185,6 +185,8 @@ pub async fn run_slice(
         .max(stop_at);
 
     let mut sources_done_ms = None;
+    // Where this slice's offset syncs end: the checkpoint work reads at least that far.
+    let mut offset_syncs_end = None;
     if source_cfg.common.enabled {
         let copied = run_source(
             pair,
@@ -197,17 +199,21 @@ pub async fn run_slice(
             &mut report,
         )
         .await;
-        if let Err(e) = copied {
-            heartbeats_stop.send_replace(true);
-            finish_heartbeats(heartbeats, deadline).await;
-            return Err(e);
+        match copied {
+            Ok(end) => offset_syncs_end = end,
+            Err(e) => {
+                heartbeats_stop.send_replace(true);
+                finish_heartbeats(heartbeats, deadline).await;
+                return Err(e);
+            }
         }
         sources_done_ms = Some(chrono::Utc::now().timestamp_millis());
     } else {
         tracing::info!("replication disabled for this pair ({flow}.enabled is not true)");
     }
     heartbeats_stop.send_replace(true);
-    report.checkpoints = run_checkpoint_work(&flow, env, &configs, deadline).await;
+    report.checkpoints =
+        run_checkpoint_work(&flow, env, &configs, deadline, offset_syncs_end).await;
     tracing::debug!(
         elapsed_ms = started.elapsed().as_millis() as u64,
         "checkpoint work done"
@@ -246,7 +252,7 @@ async fn run_source(
     stop_at: Instant,
     deadline: Instant,
     report: &mut SliceReport,
-) -> Result<(), SliceError> {
+) -> Result<Option<i64>, SliceError> {
     let flow = pair.to_string();
     let cfg = &configs.source;
     let connector = ConnectorKind::Source.simple_name();
@@ -504,8 +510,10 @@ async fn run_source(
     }
     phase_done("tasks started");
 
+    let mut syncs_end: Option<i64> = None;
     while let Some(joined) = running_tasks.join_next().await {
         let (task_id, token, lease, outcome) = joined.expect("task setup panicked");
+        syncs_end = syncs_end.max(outcome.offset_syncs_end);
         let task_report = TaskReport::from_outcome(connector, task_id, token, outcome);
         let final_status = Status {
             state: if task_report.error.is_some() {
@@ -564,7 +572,7 @@ async fn run_source(
     status.flush_background().await;
     join_releases(releases).await;
     phase_done("connector status written, leases released");
-    Ok(())
+    Ok(syncs_end)
 }
 
 /// Where the source connector's task-config hash is kept in the state store.
@@ -609,6 +617,7 @@ fn failed_outcome(error: String) -> crate::connectors::source::task::TaskOutcome
         caught_up: false,
         commits: 0,
         offset_syncs_sent: 0,
+        offset_syncs_end: None,
         gaps: Vec::new(),
         error: Some(error),
     }
@@ -789,6 +798,7 @@ async fn run_checkpoint_work(
     env: &SliceEnv,
     configs: &crate::plan::PairConfigs,
     deadline: Instant,
+    offset_syncs_end: Option<i64>,
 ) -> CheckpointActivity {
     let cfg = &configs.checkpoint;
     let producer = task_producer_props(
@@ -796,6 +806,7 @@ async fn run_checkpoint_work(
         &cfg.common.props,
     );
     let cp_env = CheckpointEnv {
+        offset_syncs_end,
         state: env.state.as_ref(),
         leases: env.leases.clone(),
         owner: env.owner.clone(),

@@ -433,6 +433,7 @@ async fn concurrent_runs_of_one_flow_never_duplicate() {
         })
         .collect();
     let mut copied = 0u64;
+    let mut reports = Vec::new();
     for child in children {
         let out = child.wait_with_output().unwrap();
         assert_eq!(
@@ -443,9 +444,17 @@ async fn concurrent_runs_of_one_flow_never_duplicate() {
         );
         let report: Value = serde_json::from_slice(&out.stdout).unwrap();
         copied += report["slices"][0]["records"].as_u64().unwrap();
+        reports.push(report["slices"][0].clone());
     }
     // A run that found a task held elsewhere leaves it; catch up what is left.
-    copied += flow.run_ok()["records"].as_u64().unwrap();
+    let last = flow.run_ok();
+    copied += last["records"].as_u64().unwrap();
+    reports.push(last);
+    if copied != data.len() as u64 {
+        for r in &reports {
+            eprintln!("{r:#}");
+        }
+    }
     assert_eq!(copied, data.len() as u64, "each record copied exactly once");
     let got = target_records(&flow, &topic, partitions).await;
     assert_eq!(got.len(), data.len(), "no duplicates on the target");

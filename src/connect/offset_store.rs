@@ -301,7 +301,7 @@ impl OffsetStore {
                         full_read = true;
                         self.values.clear();
                         self.positions.clear();
-                        records_read += self.read_from_beginning(&needed).await?;
+                        records_read += self.read_from_beginning(&needed, &BTreeMap::new()).await?;
                     }
                 }
                 self.save_hint()?;
@@ -315,7 +315,9 @@ impl OffsetStore {
                 "no usable offsets hint; reading our partitions of the offsets topic from the beginning"
             );
         }
-        records_read += self.read_from_beginning(&needed).await?;
+        // A valid hint that does not cover our keys still says how far the log reaches.
+        let min_ends = hint.map(|h| h.positions).unwrap_or_default();
+        records_read += self.read_from_beginning(&needed, &min_ends).await?;
         self.save_hint()?;
         Ok(self.loaded(&keys, full_read, records_read))
     }
@@ -338,16 +340,18 @@ impl OffsetStore {
     }
 
     /// Reads `needed` partitions of the offsets topic from the beginning, replacing what we know.
+    /// `min_ends`: positions the log is known to reach (a valid hint's), read at least that far.
     async fn read_from_beginning(
         &mut self,
         needed: &BTreeSet<i32>,
+        min_ends: &BTreeMap<i32, i64>,
     ) -> Result<usize, OffsetStoreError> {
         for k in self.tracked.keys() {
             self.values.insert(k.clone(), None);
         }
         let starts: BTreeMap<i32, i64> = needed.iter().map(|&p| (p, BEGINNING)).collect();
         let apply_from: BTreeMap<i32, i64> = needed.iter().map(|&p| (p, 0)).collect();
-        let (n, ends) = self.replay(&starts, &apply_from).await?;
+        let (n, ends) = self.replay(&starts, &apply_from, min_ends).await?;
         self.positions = ends;
         Ok(n)
     }
@@ -400,7 +404,11 @@ impl OffsetStore {
                 }
             }
         }
-        let (n, ends) = self.replay(&starts, &apply_from).await?;
+        // The hint's positions were written by a task of this flow after reading or writing
+        // there: the log reaches them. Read at least that far, even from a broker that serves
+        // records a moment after acknowledging them (a shorter read would look like a recreated
+        // topic below, or miss the last commit).
+        let (n, ends) = self.replay(&starts, &apply_from, &hint.positions).await?;
         for (p, x) in verify {
             let end = ends.get(&p).copied().unwrap_or(0);
             if end < x {
@@ -423,6 +431,7 @@ impl OffsetStore {
         &mut self,
         starts: &BTreeMap<i32, i64>,
         apply_from: &BTreeMap<i32, i64>,
+        min_ends: &BTreeMap<i32, i64>,
     ) -> Result<(usize, BTreeMap<i32, i64>), OffsetStoreError> {
         let by_key: HashMap<&[u8], &PartitionKey> = self
             .tracked
@@ -435,7 +444,7 @@ impl OffsetStore {
         let topic = self.log.topic().to_string();
         let ends = self
             .log
-            .read_to_end_with(starts, self.read_timeout, |r| {
+            .read_to_at_least_with(starts, min_ends, self.read_timeout, |r| {
                 n += 1;
                 let Some(key) = r.key else { return };
                 let Some(k) = by_key.get(key) else { return };

@@ -248,6 +248,47 @@ pub async fn read_to_end_with<F>(
     topic: &str,
     starts: &BTreeMap<i32, i64>,
     timeout: Duration,
+    on_record: F,
+) -> Result<BTreeMap<i32, i64>, LogError>
+where
+    F: FnMut(RecordRef<'_>),
+{
+    read_to_at_least(
+        consumer,
+        topic,
+        starts,
+        &BTreeMap::new(),
+        timeout,
+        on_record,
+    )
+    .await
+}
+
+/// Like [`read_to_end`], but a partition's read does not end before `min_ends[p]`: records this
+/// process knows were written are read even from a broker that serves them a moment after
+/// acknowledging them. If they do not appear within a few seconds the read ends without them
+/// (see `read_assigned`).
+pub async fn read_to_end_at_least(
+    consumer: &Props,
+    topic: &str,
+    starts: &BTreeMap<i32, i64>,
+    min_ends: &BTreeMap<i32, i64>,
+    timeout: Duration,
+) -> Result<Vec<LogRecord>, LogError> {
+    let mut out = Vec::new();
+    read_to_at_least(consumer, topic, starts, min_ends, timeout, |r| {
+        out.push(r.to_owned_record())
+    })
+    .await?;
+    Ok(out)
+}
+
+pub async fn read_to_at_least<F>(
+    consumer: &Props,
+    topic: &str,
+    starts: &BTreeMap<i32, i64>,
+    min_ends: &BTreeMap<i32, i64>,
+    timeout: Duration,
     mut on_record: F,
 ) -> Result<BTreeMap<i32, i64>, LogError>
 where
@@ -262,15 +303,50 @@ where
     let c: BaseConsumer<MirrorContext> = consumer_config(consumer, topic)?
         .create_with_context(MirrorContext)
         .map_err(|e| build_error(&consumer_role, e))?;
-    let result = read_assigned(&c, topic, starts, timeout, &mut on_record).await;
+    let result = read_assigned(&c, topic, starts, min_ends, timeout, &mut on_record).await;
     close_consumer(&c, Duration::from_secs(1));
     result
 }
 
+/// How long a read at its end waits for records the broker listed but did not serve yet.
+const LISTED_END_WAIT: Duration = Duration::from_secs(1);
+/// How long a read at its end waits for records this process knows were written
+/// (`min_ends`) before it concludes they are gone (a recreated topic).
+const MIN_END_WAIT: Duration = Duration::from_secs(5);
+
+/// Where a partition's read stands: after its last record, else where it started, else (a read
+/// "from the beginning") where librdkafka moved it, else 0.
+fn read_position(
+    next: Option<i64>,
+    start: i64,
+    positions: Option<&TopicPartitionList>,
+    topic: &str,
+    partition: i32,
+) -> i64 {
+    next.or((start >= 0).then_some(start))
+        .or_else(
+            || match positions?.find_partition(topic, partition)?.offset() {
+                Offset::Offset(o) if o >= 0 => Some(o),
+                _ => None,
+            },
+        )
+        .unwrap_or(0)
+}
+
+/// Read every assigned partition to its end.
+///
+/// "The end" is end-of-partition at a position that is not short of a known target. Some
+/// brokers (tansu) answer a fetch with end-of-partition just before records they acknowledged
+/// a moment ago are visible, so a read that ends at the first end-of-partition can miss a
+/// record written by this very process a moment earlier. Targets: `min_ends` (records this
+/// process knows were written; waited for up to [`MIN_END_WAIT`]), and, checked once, the
+/// listed end offsets (which may trail the log, never lead it; waited for up to
+/// [`LISTED_END_WAIT`], as records they count may never be served, e.g. a transaction marker).
 async fn read_assigned<F>(
     c: &BaseConsumer<MirrorContext>,
     topic: &str,
     starts: &BTreeMap<i32, i64>,
+    min_ends: &BTreeMap<i32, i64>,
     timeout: Duration,
     on_record: &mut F,
 ) -> Result<BTreeMap<i32, i64>, LogError>
@@ -279,8 +355,12 @@ where
 {
     let mut tpl = TopicPartitionList::new();
     for (&p, &start) in starts {
+        // "From the beginning" is offset 0, not librdkafka's logical BEGINNING: a new consumer
+        // resolves a logical offset before it knows the partition's leader, fails, and retries
+        // only after a fixed 500 ms. Should retention have moved the log start past 0, the
+        // fetch is out of range and `auto.offset.reset=earliest` moves it there.
         let offset = if start == BEGINNING || start < 0 {
-            Offset::Beginning
+            Offset::Offset(0)
         } else {
             Offset::Offset(start)
         };
@@ -297,24 +377,80 @@ where
         message: format!("assign: {e}"),
     })?;
 
-    // Per partition: offset after the last record received, and whether EOF came after it.
+    // Per partition: offset after the last record received; which partitions' latest event is
+    // end-of-partition; the offsets each must reach.
     let mut next: BTreeMap<i32, Option<i64>> = starts.keys().map(|&p| (p, None)).collect();
-    let mut pending: std::collections::BTreeSet<i32> = starts.keys().copied().collect();
+    let mut at_eof: std::collections::BTreeSet<i32> = std::collections::BTreeSet::new();
+    let mut targets: BTreeMap<i32, (i64, Duration)> = min_ends
+        .iter()
+        .filter(|(p, _)| starts.contains_key(p))
+        .map(|(&p, &end)| (p, (end, MIN_END_WAIT)))
+        .collect();
+    let mut listed_checked = false;
+    let mut waiting_since: Option<tokio::time::Instant> = None;
     let mut last_error: Option<String> = None;
     let deadline = tokio::time::Instant::now() + timeout;
 
-    while !pending.is_empty() {
+    loop {
         // Non-blocking poll; when nothing is queued, yield briefly. Reads are short (they end at
         // the log end), so a 1 ms step costs nothing noticeable and keeps this async-friendly.
-        let event = match c.poll(Duration::ZERO) {
-            Some(event) => event,
-            None if tokio::time::Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-                continue;
-            }
-            None => {
-                let unfinished = pending
+        let Some(event) = c.poll(Duration::ZERO) else {
+            if at_eof.len() == starts.len() {
+                let positions = c.position().ok();
+                let position =
+                    |p: i32| read_position(next[&p], starts[&p], positions.as_ref(), topic, p);
+                let short: Vec<(i32, i64, Duration)> = targets
                     .iter()
+                    .filter(|(&p, &(end, _))| position(p) < end)
+                    .map(|(&p, &(end, wait))| (p, end, wait))
+                    .collect();
+                if short.is_empty() && listed_checked {
+                    break;
+                }
+                if short.is_empty() {
+                    // Checked once per read: one ListOffsets request, behind a held fetch of
+                    // at most `fetch.wait.max.ms`.
+                    listed_checked = true;
+                    let mut list = TopicPartitionList::new();
+                    for &p in starts.keys() {
+                        let _ = list.add_partition_offset(topic, p, Offset::End);
+                    }
+                    match c.offsets_for_times(list, timeout.min(Duration::from_secs(5))) {
+                        Ok(listed) => {
+                            for e in listed.elements_for_topic(topic) {
+                                if let Offset::Offset(end) = e.offset() {
+                                    if end > position(e.partition()) {
+                                        let t = targets
+                                            .entry(e.partition())
+                                            .or_insert((end, LISTED_END_WAIT));
+                                        t.0 = t.0.max(end);
+                                    }
+                                }
+                            }
+                        }
+                        Err(e) => tracing::debug!(
+                            topic,
+                            error = %e,
+                            "cannot list end offsets; trusting end-of-partition"
+                        ),
+                    }
+                    continue;
+                }
+                let since = *waiting_since.get_or_insert_with(tokio::time::Instant::now);
+                let wait = short.iter().map(|s| s.2).max().unwrap_or_default();
+                if since.elapsed() >= wait {
+                    tracing::debug!(
+                        topic,
+                        ?short,
+                        "end-of-partition short of known records; they did not appear"
+                    );
+                    break;
+                }
+            }
+            if tokio::time::Instant::now() >= deadline {
+                let unfinished = starts
+                    .keys()
+                    .filter(|p| !at_eof.contains(p))
                     .map(|&p| Unfinished {
                         partition: p,
                         next_offset: next[&p],
@@ -328,13 +464,15 @@ where
                     last_error,
                 });
             }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            continue;
         };
         match event {
             Ok(m) => {
                 let p = m.partition();
                 if let Some(slot) = next.get_mut(&p) {
                     *slot = Some(m.offset() + 1);
-                    pending.insert(p);
+                    at_eof.remove(&p);
                     on_record(RecordRef {
                         partition: p,
                         offset: m.offset(),
@@ -344,7 +482,7 @@ where
                 }
             }
             Err(KafkaError::PartitionEOF(p)) => {
-                pending.remove(&p);
+                at_eof.insert(p);
             }
             Err(KafkaError::MessageConsumptionFatal(code)) => {
                 return Err(LogError::Read {
@@ -371,23 +509,12 @@ where
 
     let positions = c.position().ok();
     Ok(next
-        .into_iter()
-        .map(|(p, n)| {
-            let end = n.unwrap_or_else(|| {
-                let start = starts[&p];
-                if start >= 0 {
-                    return start;
-                }
-                match positions
-                    .as_ref()
-                    .and_then(|tpl| tpl.find_partition(topic, p))
-                    .map(|e| e.offset())
-                {
-                    Some(Offset::Offset(o)) if o >= 0 => o,
-                    _ => 0,
-                }
-            });
-            (p, end)
+        .keys()
+        .map(|&p| {
+            (
+                p,
+                read_position(next[&p], starts[&p], positions.as_ref(), topic, p),
+            )
         })
         .collect())
 }
@@ -670,6 +797,27 @@ impl InternalLog {
         F: FnMut(RecordRef<'_>),
     {
         read_to_end_with(&self.consumer, &self.topic, starts, timeout, on_record).await
+    }
+
+    pub async fn read_to_at_least_with<F>(
+        &self,
+        starts: &BTreeMap<i32, i64>,
+        min_ends: &BTreeMap<i32, i64>,
+        timeout: Duration,
+        on_record: F,
+    ) -> Result<BTreeMap<i32, i64>, LogError>
+    where
+        F: FnMut(RecordRef<'_>),
+    {
+        read_to_at_least(
+            &self.consumer,
+            &self.topic,
+            starts,
+            min_ends,
+            timeout,
+            on_record,
+        )
+        .await
     }
 
     pub async fn append(&self, records: Vec<AppendRecord>) -> Result<Vec<(i32, i64)>, LogError> {

@@ -90,6 +90,10 @@ pub struct CheckpointEnv<'a> {
     pub owner: String,
     pub lease_ttl: Duration,
     pub lease_safety: Duration,
+    /// Offset after the last offset sync this process wrote (partition 0), if any: the
+    /// offset-syncs read goes at least that far (read-your-writes, even on a broker that serves
+    /// records a moment after acknowledging them).
+    pub offset_syncs_end: Option<i64>,
 }
 
 /// Which pieces of checkpoint work are due now (see the module docs).
@@ -538,10 +542,22 @@ impl Run<'_> {
             Err(LogError::UnknownTopic { .. }) => return Ok(Vec::new()),
             Err(e) => return Err(format!("offset syncs {topic}: {e}")),
         }
-        let records = self
-            .read_partition0(&consumer, &topic)
-            .await
-            .map_err(|e| format!("offset syncs: {e}"))?;
+        let min_ends: BTreeMap<i32, i64> = self
+            .env
+            .offset_syncs_end
+            .map(|e| (0, e))
+            .into_iter()
+            .collect();
+        let timeout = self.budget()?;
+        let records = internal_log::read_to_end_at_least(
+            &consumer,
+            &topic,
+            &BTreeMap::from([(0, BEGINNING)]),
+            &min_ends,
+            timeout,
+        )
+        .await
+        .map_err(|e| format!("offset syncs: {e}"))?;
         Ok(decode_syncs(&records))
     }
 

@@ -255,6 +255,9 @@ pub struct TaskOutcome {
     pub caught_up: bool,
     pub commits: u32,
     pub offset_syncs_sent: u64,
+    /// Offset after the last offset sync delivered (partition 0 of the offset-syncs topic): a
+    /// checkpoint read later in the slice must read at least that far.
+    pub offset_syncs_end: Option<i64>,
     pub gaps: Vec<Gap>,
     /// Set when the task failed; committed offsets are still exact.
     pub error: Option<String>,
@@ -402,6 +405,8 @@ impl ProducerContext for CopyContext {
 
 struct SyncContext {
     completed: Arc<Mutex<u64>>,
+    /// Offset after the last delivered sync (partition 0): what a later read must reach.
+    end: Arc<std::sync::atomic::AtomicI64>,
 }
 
 impl ClientContext for SyncContext {
@@ -417,9 +422,13 @@ impl ProducerContext for SyncContext {
     type DeliveryOpaque = ();
 
     fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
-        if let Err((e, _)) = result {
+        match result {
+            Ok(m) => {
+                self.end
+                    .fetch_max(m.offset() + 1, std::sync::atomic::Ordering::SeqCst);
+            }
             // MM2 only logs failed offset syncs (§7.5): translation then errs toward re-delivery.
-            tracing::warn!(error = %e, "offset sync not delivered");
+            Err((e, _)) => tracing::warn!(error = %e, "offset sync not delivered"),
         }
         *self.completed.lock().expect("sync counter poisoned") += 1;
     }
@@ -461,10 +470,10 @@ const CONSUMER_FORCED: &[(&str, &str)] = &[
 ];
 const CONSUMER_DEFAULTS: &[(&str, &str)] = &[
     // An empty fetch at the log end is held by the broker this long: it bounds how soon a
-    // caught-up slice notices it is done (an idle slice waits on it once). The slice ends once
-    // every partition is at its end, so short empty polls only last while another broker's
-    // partitions still have data.
-    ("fetch.wait.max.ms", "2"),
+    // caught-up slice notices it is done (an idle slice waits on it once). Not lower: while
+    // some partitions still stream, the others' broker is polled this often (at 2 ms the test
+    // brokers fell behind serving acknowledged records).
+    ("fetch.wait.max.ms", "10"),
     // With small prefetch queues (below), librdkafka's default 1 s back-off after a full queue
     // would stall the copy; retry fetching quickly instead.
     ("fetch.queue.backoff.ms", "10"),
@@ -526,6 +535,7 @@ pub fn run_source_task(spec: &SourceTaskSpec, hooks: &mut dyn TaskHooks) -> Task
         caught_up: false,
         commits: 0,
         offset_syncs_sent: 0,
+        offset_syncs_end: None,
         gaps: Vec::new(),
         error: None,
     };
@@ -628,6 +638,7 @@ fn copy(
         .map_err(|e| Box::new(build_error(&producer_role, e)))?;
 
     let syncs_completed = Arc::new(Mutex::new(0u64));
+    let syncs_end = Arc::new(std::sync::atomic::AtomicI64::new(-1));
     let sync_producer: Option<(BaseProducer<SyncContext>, &str)> = match &spec.offset_syncs {
         Some((props, topic)) => {
             let role = format!("{task}|offset-syncs-producer");
@@ -638,6 +649,7 @@ fn copy(
             .map_err(Box::new)?
             .create_with_context(SyncContext {
                 completed: syncs_completed.clone(),
+                end: syncs_end.clone(),
             })
             .map_err(|e| Box::new(build_error(&role, e)))?;
             Some((p, topic.as_str()))
@@ -648,28 +660,12 @@ fn copy(
 
     // --- positioning and the log-start gap check ----------------------------------------
     let watermark_timeout = Duration::from_secs(10);
-    // The log starts of the resumed partitions (for the gap check) and the log ends of all of
-    // them (the end this slice must reach before it may call itself caught up), as two
-    // ListOffsets requests sent side by side, before anything else is in flight: on the path
-    // to the first copied record, and, listed now, the ends cost nothing at the end of an idle
-    // slice (listed then, they would queue behind the consumer's held fetch).
-    let resumed: Vec<TopicPartition> = runs
-        .iter()
-        .filter(|r| spec.stored_offsets.get(&r.tp).is_some_and(|o| *o >= 0))
-        .map(|r| r.tp.clone())
-        .collect();
+    // The log starts of every partition, in one ListOffsets request: the gap check, and where
+    // `earliest` starts. (Log ends are listed when the slice believes it is caught up, not now:
+    // some brokers list records acknowledged a moment ago only a moment later.)
     let all: Vec<TopicPartition> = runs.iter().map(|r| r.tp.clone()).collect();
-    let (log_starts, listed_ends) = std::thread::scope(|scope| {
-        let ends = scope.spawn(|| listed_offsets(&consumer, &all, Offset::End, watermark_timeout));
-        let starts = listed_offsets(&consumer, &resumed, Offset::Beginning, watermark_timeout);
-        (starts, ends.join().expect("listing log ends panicked"))
-    });
-    let log_starts = log_starts.map_err(kafka_err(task, "list log start offsets"))?;
-    // Without listed ends, end-of-partition events alone decide "caught up".
-    let listed_ends = listed_ends.unwrap_or_else(|e| {
-        tracing::warn!(task, error = %e, "cannot list log end offsets; trusting end-of-partition events");
-        BTreeMap::new()
-    });
+    let log_starts = listed_offsets(&consumer, &all, Offset::Beginning, watermark_timeout)
+        .map_err(kafka_err(task, "list log start offsets"))?;
     let mut assignment = TopicPartitionList::new();
     for run in runs.iter_mut() {
         let (topic, partition) = (&run.tp.0, run.tp.1);
@@ -705,7 +701,15 @@ fn copy(
                 }
             }
             _ => match reset {
-                ResetPolicy::Earliest => Offset::Beginning,
+                // The listed log start, not librdkafka's logical BEGINNING: resolving that on a
+                // new consumer waits a fixed 500 ms retry before the leader is known.
+                ResetPolicy::Earliest => match log_starts.get(&run.tp) {
+                    Some(&low) => {
+                        run.next = Some(low);
+                        Offset::Offset(low)
+                    }
+                    None => Offset::Beginning,
+                },
                 ResetPolicy::Latest => Offset::End,
                 ResetPolicy::None => {
                     return Err(TaskError::Config(format!(
@@ -759,7 +763,7 @@ fn copy(
         }
         if runs.iter().all(|r| r.done || r.at_end)
             && { true }
-            && confirm_at_end(&consumer, &mut runs, &listed_ends)
+            && confirm_at_end(&consumer, &mut runs)
         {
             break;
         }
@@ -1023,21 +1027,27 @@ fn copy(
     }
     drop(acks);
     outcome.partitions = runs.iter().map(|r| r.report.clone()).collect();
+    let end = syncs_end.load(std::sync::atomic::Ordering::SeqCst);
+    outcome.offset_syncs_end = (end >= 0).then_some(end);
     result
 }
 
-/// Every partition reported end-of-partition: confirm it against the log ends listed when the
-/// slice started before calling the slice caught up. Some brokers answer a fetch with
+/// Every partition reported end-of-partition: confirm it against the broker's listed end
+/// offsets before calling the slice caught up. Some brokers answer a fetch with
 /// end-of-partition at the old position just after acknowledging new records; the listed end
-/// shows them. "Caught up" therefore means: everything in the log when the slice started is
-/// copied (records produced during the slice may wait for the next one). A partition listed beyond its position is no longer at its end (its next
+/// then shows them. A partition listed beyond its position is no longer at its end (its next
 /// records arrive as usual). On a broker whose listed end trails the log (by the last batch),
-/// this check can only err toward "not yet", never toward a false "caught up".
-fn confirm_at_end(
-    consumer: &BaseConsumer<MirrorContext>,
-    runs: &mut [PartitionRun],
-    ends: &BTreeMap<TopicPartition, i64>,
-) -> bool {
+/// this check can only err toward "not yet", never toward a false "caught up". The request
+/// waits behind the consumer's held fetch, at most `fetch.wait.max.ms` (10 ms by default).
+fn confirm_at_end(consumer: &BaseConsumer<MirrorContext>, runs: &mut [PartitionRun]) -> bool {
+    let at_end: Vec<TopicPartition> = runs
+        .iter()
+        .filter(|r| !r.done && r.at_end)
+        .map(|r| r.tp.clone())
+        .collect();
+    // One request for all partitions; if it fails, trust the end-of-partition events.
+    let ends =
+        listed_offsets(consumer, &at_end, Offset::End, Duration::from_secs(5)).unwrap_or_default();
     let mut all = true;
     for run in runs.iter_mut().filter(|r| !r.done && r.at_end) {
         let position = run.next.or_else(|| position_of(consumer, &run.tp));
@@ -1081,7 +1091,8 @@ fn listed_offsets(
         .iter()
         .filter(|e| e.error().is_ok())
         .filter_map(|e| match e.offset() {
-            Offset::Offset(o) => Some(((e.topic().to_string(), e.partition()), o)),
+            // A negative answer is "no offset", never a position to use.
+            Offset::Offset(o) if o >= 0 => Some(((e.topic().to_string(), e.partition()), o)),
             _ => None,
         })
         .collect())
