@@ -75,9 +75,37 @@ export MIRRORSLICE_LOG=warn
 DYNAMO_CMD="env MIRRORSLICE_LEASE_TABLE=$TABLE MIRRORSLICE_STATE_DIR=$WORK/state-dynamo $BIN run $CONFIG --flow '$SRC->$TGT'"
 LOCAL_CMD="env -u MIRRORSLICE_LEASE_TABLE MIRRORSLICE_STATE_DIR=$WORK/state-local $BIN run $CONFIG --flow '$SRC->$TGT'"
 
+# A second flow whose every slice also does checkpoint work (emit.checkpoints.interval.seconds
+# = 0): one consumer group has committed offsets on its source topic, so each slice reads the
+# offset syncs, lists the group's offsets and writes a checkpoint — what a slice on a schedule
+# longer than the 60 s default interval always does.
+SRC2="bcsrc$tag"
+TGT2="bcdst$tag"
+TOPIC2="idle-$SRC2"
+CONFIG2="$WORK/mm2-checkpoints.properties"
+sed -e "s/$SRC/$SRC2/g" -e "s/$TGT/$TGT2/g" "$CONFIG" >"$CONFIG2"
+echo "$SRC2->$TGT2.emit.checkpoints.interval.seconds = 0" >>"$CONFIG2"
+python3 - "$MIRRORSLICE_STACK_A" "$TOPIC2" <<'PY'
+import sys
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+bootstrap, topic = sys.argv[1], sys.argv[2]
+admin = AdminClient({"bootstrap.servers": bootstrap})
+for f in admin.create_topics([NewTopic(topic, 4, 1)]).values():
+    f.result()
+p = Producer({"bootstrap.servers": bootstrap})
+for i in range(400):
+    p.produce(topic, key=str(i).encode(), value=b"v" * 100, partition=i % 4)
+assert p.flush(30) == 0
+c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"app-{topic}", "enable.auto.commit": False})
+c.commit(offsets=[TopicPartition(topic, p, 90) for p in range(4)], asynchronous=False)
+c.close()
+PY
+CHECKPOINT_CMD="env MIRRORSLICE_LEASE_TABLE=$TABLE MIRRORSLICE_STATE_DIR=$WORK/state-checkpoints $BIN run $CONFIG2 --flow '$SRC2->$TGT2'"
+
 # First slices copy the data and create the internal and remote topics; after that every slice
 # is idle. Check that it really is, with each backend.
-for cmd in "$DYNAMO_CMD" "$LOCAL_CMD"; do
+for cmd in "$DYNAMO_CMD" "$LOCAL_CMD" "$CHECKPOINT_CMD"; do
     eval "$cmd" >/dev/null
     out="$(eval "$cmd")"
     case "$out" in
@@ -85,6 +113,13 @@ for cmd in "$DYNAMO_CMD" "$LOCAL_CMD"; do
         *) echo "not an idle slice: $out" >&2; exit 1 ;;
     esac
 done
+# ... and the checkpoint flow really does its checkpoint work (one group) every slice.
+eval "$CHECKPOINT_CMD --json" | python3 -c '
+import json, sys
+c = json.load(sys.stdin)["slices"][0]["checkpoints"]
+if not (c["emitted_due"] and c["groups"] >= 1):
+    sys.exit(f"the checkpoint flow did no checkpoint work: {c}")
+'
 
 median_ms() { sort -n | awk '{a[NR]=$1} END {m = (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2; printf "%.1f", m}'; }
 
@@ -92,7 +127,8 @@ if command -v hyperfine >/dev/null; then
     # -N: no intermediate shell, so its start-up is not counted.
     hyperfine -N --runs "$RUNS" --warmup 2 --style basic --export-json "$WORK/idle.json" \
         -n "idle slice, DynamoDB lease" "$DYNAMO_CMD" \
-        -n "idle slice, local lease" "$LOCAL_CMD" >&2
+        -n "idle slice, local lease" "$LOCAL_CMD" \
+        -n "idle slice with checkpoint work, DynamoDB lease" "$CHECKPOINT_CMD" >&2
     python3 - "$WORK/idle.json" <<'EOF'
 import json, sys
 for r in json.load(open(sys.argv[1]))["results"]:
@@ -100,8 +136,9 @@ for r in json.load(open(sys.argv[1]))["results"]:
           f"min {r['min'] * 1000:.1f} ms, max {r['max'] * 1000:.1f} ms ({len(r['times'])} runs)")
 EOF
 else
-    for name in dynamo local; do
+    for name in dynamo local checkpoints; do
         cmd="$DYNAMO_CMD"; [[ $name == local ]] && cmd="$LOCAL_CMD"
+        [[ $name == checkpoints ]] && cmd="$CHECKPOINT_CMD"
         m="$(for _ in $(seq "$RUNS"); do
             t0=$(date +%s%N); eval "$cmd" >/dev/null; t1=$(date +%s%N)
             echo $(((t1 - t0) / 1000))

@@ -26,6 +26,8 @@
 //! * `MIRRORSLICE_BENCH_HISTORY_SECS` (600) — how long real prior slices may run; the rest of
 //!   the history is written through the library exactly as a slice writes it (see below);
 //! * `MIRRORSLICE_BENCH_REPS` (3) — repetitions of each start-up measurement (median printed);
+//! * `MIRRORSLICE_BENCH_TP_REPS` (3) — how many times the pipe and the one-task slice alternate
+//!   in the throughput measurement (ratios are medians);
 //! * `MIRRORSLICE_BENCH_ONLY` = `throughput` | `startup`;
 //! * `MIRRORSLICE_BENCH_CONSUMER`, `MIRRORSLICE_BENCH_PRODUCER` (both `none`: skipped), e.g.
 //!   `queued.max.messages.kbytes=1024`, `queue.buffering.max.kbytes=2048` — a second set of
@@ -39,9 +41,11 @@
 //! `BaseProducer` to a fresh topic on B, same partition, copying key/value/headers/timestamp, with
 //! exactly the consumer and producer settings `mirrorslice`'s task uses by default
 //! (`src/connectors/source/task.rs`: CONSUMER_FORCED, CONSUMER_DEFAULTS, PRODUCER_DEFAULTS); it
-//! stops when every partition is at EOF and every delivery is acknowledged. It runs before AND
-//! after the `mirrorslice run` rows (tasks.max=1, tasks.max=8) and the ratios use the mean of the
-//! two, so broker warm-up or memory growth does not favour either side. A diagnostic row runs the
+//! stops when every partition is at EOF and every delivery is acknowledged. The pipe and a
+//! one-task slice alternate `MIRRORSLICE_BENCH_TP_REPS` times, then an eight-task slice, the
+//! diagnostic pipe and a last pipe run; every copy is deleted from B right after its run (the
+//! brokers keep data in memory, and a fuller broker is a slower one). Ratios are medians over
+//! the runs against the median pipe. A diagnostic row runs the
 //! pipe with one queue per partition, as the task reads: librdkafka's
 //! `queued.max.messages.kbytes` then bounds each partition's queue instead of the consumer's,
 //! which decides both speed and memory. `mirrorslice` figures
@@ -98,7 +102,7 @@ const PIPE_CONSUMER: &[(&str, &str)] = &[
     ("enable.auto.commit", "false"),
     ("enable.auto.offset.store", "false"),
     ("auto.offset.reset", "error"),
-    ("fetch.wait.max.ms", "2"),
+    ("fetch.wait.max.ms", "10"),
     ("fetch.queue.backoff.ms", "10"),
 ];
 const PIPE_PREFETCH_BUDGET_KB: usize = 2 * 1024;
@@ -170,6 +174,7 @@ struct Settings {
     prior: usize,
     history_secs: u64,
     reps: usize,
+    tp_reps: usize,
     only: Option<String>,
     /// Extra client settings for the throughput runs, applied alike to the pipe and to
     /// `mirrorslice` (as `<source>.consumer.*` / `<target>.producer.*`).
@@ -215,6 +220,7 @@ fn settings() -> Settings {
         prior: env_num("MIRRORSLICE_BENCH_PRIOR_SLICES", 1000usize).max(2),
         history_secs: env_num("MIRRORSLICE_BENCH_HISTORY_SECS", 600u64),
         reps: env_num("MIRRORSLICE_BENCH_REPS", 3usize).max(1),
+        tp_reps: env_num("MIRRORSLICE_BENCH_TP_REPS", 3usize).max(1),
         only: std::env::var("MIRRORSLICE_BENCH_ONLY").ok(),
         consumer_extra: pairs("MIRRORSLICE_BENCH_CONSUMER", "none"),
         producer_extra: pairs("MIRRORSLICE_BENCH_PRODUCER", "none"),
@@ -681,33 +687,43 @@ async fn throughput_set(
 ) -> BenchResult<()> {
     let mut rows: Vec<(Runner, ThroughputRow)> = Vec::new();
     let (mut a_topics, mut b_topics) = (Vec::new(), Vec::new());
-    let plan = [
-        Runner::Pipe,
-        Runner::Mirrorslice { tasks: 1 },
+    // The pipe and one task alternate `reps` times, so drift of the shared 2-core machine or of
+    // the brokers hits both alike; each run's copy is deleted right after it, so no run writes
+    // into a fuller broker than another.
+    let mut plan = Vec::new();
+    for _ in 0..s.tp_reps {
+        plan.extend([Runner::Pipe, Runner::Mirrorslice { tasks: 1 }]);
+    }
+    plan.extend([
         Runner::Mirrorslice { tasks: 8 },
         Runner::PipePartitionQueues,
         Runner::Pipe,
-    ];
+    ]);
+    let mut run_no: BTreeMap<String, usize> = BTreeMap::new();
+    let mut numbered = |label: String| {
+        let n = run_no.entry(label.clone()).or_default();
+        *n += 1;
+        format!("{label} #{n}")
+    };
     let joined = |kv: &[(String, String)]| {
         kv.iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(",")
     };
-    let mut pipe_no = 0;
     for runner in plan {
+        let copy_topic;
         let row = match runner {
             Runner::Pipe | Runner::PipePartitionQueues => {
                 let split = runner == Runner::PipePartitionQueues;
                 let label = if split {
                     "pipe, per-partition queues (diagnostic)".to_string()
                 } else {
-                    pipe_no += 1;
-                    format!("bare rdkafka pipe #{pipe_no}")
+                    numbered("bare rdkafka pipe".to_string())
                 };
                 let dest = unique("benchpipe-");
                 create_topic(&s.b, &dest, s.partitions).await?;
-                b_topics.push(dest.clone());
+                copy_topic = dest.clone();
                 eprintln!("throughput: {label} → {dest}");
                 let me = std::env::current_exe().map_err(|e| e.to_string())?;
                 let args = vec![
@@ -752,7 +768,7 @@ async fn throughput_set(
                     lines += &format!("{}.producer.{k} = {v}\n", flow.target);
                 }
                 flow.append(&lines)?;
-                b_topics.push(flow.remote(topic));
+                copy_topic = flow.remote(topic);
                 let (on_a, on_b) = flow.internal_topics();
                 a_topics.extend(on_a);
                 b_topics.extend(on_b);
@@ -767,7 +783,9 @@ async fn throughput_set(
                 }
                 let ntasks = slice["tasks"].as_array().map_or(0, Vec::len);
                 ThroughputRow {
-                    label: format!("mirrorslice run, tasks.max={tasks} ({ntasks} tasks)"),
+                    label: numbered(format!(
+                        "mirrorslice run, tasks.max={tasks} ({ntasks} tasks)"
+                    )),
                     records: slice["records"].as_u64().unwrap_or(0),
                     bytes: slice["bytes"].as_u64().unwrap_or(0),
                     own: Duration::from_millis(slice["duration_ms"].as_u64().unwrap_or(0)),
@@ -791,6 +809,7 @@ async fn throughput_set(
             row.wall,
             row.rss_kib
         );
+        delete_topics(&s.b, &[copy_topic]).await;
         rows.push((runner, row));
     }
 
@@ -799,8 +818,8 @@ async fn throughput_set(
         .filter(|(r, _)| *r == Runner::Pipe)
         .map(|(_, row)| row)
         .collect();
-    let base_own = pipes.iter().map(|r| r.mbps(r.own)).sum::<f64>() / pipes.len() as f64;
-    let base_wall = pipes.iter().map(|r| r.mbps(r.wall)).sum::<f64>() / pipes.len() as f64;
+    let base_own = median(&pipes.iter().map(|r| r.mbps(r.own)).collect::<Vec<_>>());
+    let base_wall = median(&pipes.iter().map(|r| r.mbps(r.wall)).collect::<Vec<_>>());
 
     println!();
     println!(
@@ -814,13 +833,13 @@ async fn throughput_set(
             joined(&set.producer)
         );
     }
-    println!("   (MB = 10^6 bytes of key+value; \"own\" = pipe's timer / report's duration_ms; ratio = row ÷ mean of the two pipe runs;");
+    println!("   (MB = 10^6 bytes of key+value; \"own\" = pipe's timer / report's duration_ms; ratio = row ÷ median of the pipe runs;");
     println!("    CPU = user+system seconds of the process, ×pipe = CPU ÷ mean pipe CPU, lower is better)");
     let cpus: Vec<f64> = pipes
         .iter()
         .filter_map(|r| r.cpu.map(|c| c.as_secs_f64()))
         .collect();
-    let base_cpu = cpus.iter().sum::<f64>() / cpus.len().max(1) as f64;
+    let base_cpu = median(&cpus);
     println!(
         "{:<42} {:>8} {:>7} {:>10} {:>6} {:>8} {:>10} {:>6} {:>7} {:>6} {:>10}",
         "run",
@@ -861,25 +880,44 @@ async fn throughput_set(
         );
     }
     println!();
-    for (_, r) in rows
+    let mut task_counts: Vec<u32> = rows
         .iter()
-        .filter(|(k, _)| matches!(k, Runner::Mirrorslice { .. }))
-    {
-        let ratio = r.mbps(r.own) / base_own;
-        let ratio_wall = r.mbps(r.wall) / base_wall;
+        .filter_map(|(k, _)| match k {
+            Runner::Mirrorslice { tasks } => Some(*tasks),
+            _ => None,
+        })
+        .collect();
+    task_counts.dedup();
+    for tasks in task_counts {
+        let runs: Vec<&ThroughputRow> = rows
+            .iter()
+            .filter(|(k, _)| *k == Runner::Mirrorslice { tasks })
+            .map(|(_, r)| r)
+            .collect();
+        let ratio = median(
+            &runs
+                .iter()
+                .map(|r| r.mbps(r.own) / base_own)
+                .collect::<Vec<_>>(),
+        );
+        let ratio_wall = median(
+            &runs
+                .iter()
+                .map(|r| r.mbps(r.wall) / base_wall)
+                .collect::<Vec<_>>(),
+        );
+        let peak = runs.iter().filter_map(|r| r.rss_kib).max();
+        let label = format!("tasks.max={tasks} ({} runs)", runs.len());
         println!(
-            "   {:<40} throughput ratio {:.2} (report) / {:.2} (wall) — target ≥ 0.90: {}",
-            r.label,
-            ratio,
-            ratio_wall,
+            "   {label:<24} median throughput ratio {ratio:.2} (report) / {ratio_wall:.2} (wall) — target ≥ 0.90: {}",
             verdict(ratio.min(ratio_wall) >= 0.9)
         );
-        let mib = r.rss_kib.map(|k| k as f64 / 1024.0);
         println!(
-            "   {:<40} peak RSS {} — target ≤ 64 MiB: {}",
-            r.label,
-            rss(r),
-            mib.map(|m| verdict(m <= 64.0)).unwrap_or("?")
+            "   {label:<24} highest peak RSS {} — target ≤ 64 MiB: {}",
+            peak.map(|k| format!("{:.1} MiB", k as f64 / 1024.0))
+                .unwrap_or_else(|| "?".into()),
+            peak.map(|k| verdict(k as f64 / 1024.0 <= 64.0))
+                .unwrap_or("?")
         );
     }
     println!(
