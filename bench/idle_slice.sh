@@ -47,12 +47,14 @@ offset.storage.replication.factor = 1
 status.storage.replication.factor = 1
 EOF
 
-# A source topic with 4 partitions and some records, so the idle slice has real work to check.
-python3 - "$MIRRORSLICE_STACK_A" "$TOPIC" <<'EOF'
+# seed TOPIC [GROUP]: a source topic with 4 partitions and 400 records, so an idle slice has
+# real work to check; with GROUP, that consumer group commits offset 90 on every partition.
+seed() {
+    python3 - "$MIRRORSLICE_STACK_A" "$@" <<'PY'
 import sys
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-bootstrap, topic = sys.argv[1], sys.argv[2]
+bootstrap, topic, groups = sys.argv[1], sys.argv[2], sys.argv[3:]
 admin = AdminClient({"bootstrap.servers": bootstrap})
 for f in admin.create_topics([NewTopic(topic, 4, 1)]).values():
     f.result()
@@ -60,7 +62,13 @@ p = Producer({"bootstrap.servers": bootstrap})
 for i in range(400):
     p.produce(topic, key=str(i).encode(), value=b"v" * 100, partition=i % 4)
 assert p.flush(30) == 0
-EOF
+for group in groups:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    c.commit(offsets=[TopicPartition(topic, p, 90) for p in range(4)], asynchronous=False)
+    c.close()
+PY
+}
+seed "$TOPIC"
 
 # The lease table, created with one plain DynamoDB API call (moto ignores the signature).
 curl -sf -X POST "$AWS_ENDPOINT_URL_DYNAMODB" \
@@ -85,22 +93,7 @@ TOPIC2="idle-$SRC2"
 CONFIG2="$WORK/mm2-checkpoints.properties"
 sed -e "s/$SRC/$SRC2/g" -e "s/$TGT/$TGT2/g" "$CONFIG" >"$CONFIG2"
 echo "$SRC2->$TGT2.emit.checkpoints.interval.seconds = 0" >>"$CONFIG2"
-python3 - "$MIRRORSLICE_STACK_A" "$TOPIC2" <<'PY'
-import sys
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
-bootstrap, topic = sys.argv[1], sys.argv[2]
-admin = AdminClient({"bootstrap.servers": bootstrap})
-for f in admin.create_topics([NewTopic(topic, 4, 1)]).values():
-    f.result()
-p = Producer({"bootstrap.servers": bootstrap})
-for i in range(400):
-    p.produce(topic, key=str(i).encode(), value=b"v" * 100, partition=i % 4)
-assert p.flush(30) == 0
-c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"app-{topic}", "enable.auto.commit": False})
-c.commit(offsets=[TopicPartition(topic, p, 90) for p in range(4)], asynchronous=False)
-c.close()
-PY
+seed "$TOPIC2" "app-$TOPIC2"
 CHECKPOINT_CMD="env MIRRORSLICE_LEASE_TABLE=$TABLE MIRRORSLICE_STATE_DIR=$WORK/state-checkpoints $BIN run $CONFIG2 --flow '$SRC2->$TGT2'"
 
 # First slices copy the data and create the internal and remote topics; after that every slice

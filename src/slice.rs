@@ -476,6 +476,7 @@ async fn run_source(
                 task = task_id,
                 full_read = loaded.full_read,
                 records_read = loaded.records_read,
+                elapsed_ms = t0.elapsed().as_millis() as u64,
                 "offsets loaded"
             );
             spec.stored_offsets = loaded
@@ -505,6 +506,11 @@ async fn run_source(
                     Ok(o) => o,
                     Err(e) => failed_outcome(format!("task panicked: {e}")),
                 };
+            tracing::debug!(
+                task = task_id,
+                elapsed_ms = t0.elapsed().as_millis() as u64,
+                "task copy done"
+            );
             (task_id, token, lease, outcome)
         });
     }

@@ -232,12 +232,7 @@ pub async fn read_to_end(
     starts: &BTreeMap<i32, i64>,
     timeout: Duration,
 ) -> Result<Vec<LogRecord>, LogError> {
-    let mut out = Vec::new();
-    read_to_end_with(consumer, topic, starts, timeout, |r| {
-        out.push(r.to_owned_record())
-    })
-    .await?;
-    Ok(out)
+    read_to_end_at_least(consumer, topic, starts, &BTreeMap::new(), timeout).await
 }
 
 /// Like [`read_to_end`], but hands each record to `on_record` without copying it, and returns
@@ -283,6 +278,7 @@ pub async fn read_to_end_at_least(
     Ok(out)
 }
 
+/// [`read_to_end_at_least`] with the records handed to `on_record` as in [`read_to_end_with`].
 pub async fn read_to_at_least<F>(
     consumer: &Props,
     topic: &str,
