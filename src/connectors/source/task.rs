@@ -448,6 +448,8 @@ struct PartitionRun {
     at_end: bool,
     /// When the partition was (re)positioned without a record or end event since.
     silent_since: Option<Instant>,
+    /// Since when end-of-partition has stood short of the listed end (see `confirm_at_end`).
+    short_of_listed_since: Option<Instant>,
     done: bool,
 }
 
@@ -590,6 +592,7 @@ fn copy(
                 },
                 at_end: false,
                 silent_since: None,
+                short_of_listed_since: None,
                 done: false,
             }
         })
@@ -725,12 +728,10 @@ fn copy(
             .add_partition_offset(topic, partition, offset)
             .map_err(kafka_err(task, "build assignment"))?;
     }
-    consumer
-        .assign(&assignment)
-        .map_err(kafka_err(task, "assign partitions"))?;
-
     // One queue per partition: events then name their topic-partition. A non-empty callback
-    // wakes the loop when any queue gets data, so an idle loop does not spin.
+    // wakes the loop when any queue gets data, so an idle loop does not spin. Split *before*
+    // assign: a record or end-of-partition fetched in between would land in the consumer's
+    // main queue instead (librdkafka keeps an application's forwarding across assign).
     let wake = Arc::new((Mutex::new(false), Condvar::new()));
     let mut queues = Vec::with_capacity(runs.len());
     for run in &runs {
@@ -751,6 +752,10 @@ fn copy(
         queues.push(q);
     }
 
+    consumer
+        .assign(&assignment)
+        .map_err(kafka_err(task, "assign partitions"))?;
+
     // --- copy ----------------------------------------------------------------------------
     let mut last_commit = Instant::now();
     let mut committed: BTreeMap<TopicPartition, i64> = BTreeMap::new();
@@ -768,8 +773,20 @@ fn copy(
             break;
         }
         // Drive the consumer's main queue (errors, statistics) and the producer's callbacks.
-        if let Some(Err(e)) = consumer.poll(Duration::ZERO) {
-            tracing::warn!(task, error = %e, "consumer error");
+        match consumer.poll(Duration::ZERO) {
+            Some(Err(e)) => tracing::warn!(task, error = %e, "consumer error"),
+            Some(Ok(m)) => {
+                // Cannot happen with the queues split before assign; if it did, copying on
+                // past this record would commit over it.
+                result = Err(TaskError::Config(format!(
+                    "{task}: record {}-{}@{} arrived outside its partition queue",
+                    m.topic(),
+                    m.partition(),
+                    m.offset()
+                )));
+                break;
+            }
+            None => {}
         }
         producer.poll(Duration::ZERO);
 
@@ -1035,8 +1052,10 @@ fn copy(
 /// Every partition reported end-of-partition: confirm it against the broker's listed end
 /// offsets before calling the slice caught up. Some brokers answer a fetch with
 /// end-of-partition at the old position just after acknowledging new records; the listed end
-/// then shows them. A partition listed beyond its position is no longer at its end (its next
-/// records arrive as usual). On a broker whose listed end trails the log (by the last batch),
+/// then shows them. A partition listed beyond its position keeps reading (its next records
+/// arrive as usual) for up to [`SHORT_OF_LISTED_GRACE`]: a listed end can also count records
+/// no consumer is ever served (a transaction's commit marker), and such a partition must not
+/// hold the slice until its deadline. On a broker whose listed end trails the log (by the last batch),
 /// this check can only err toward "not yet", never toward a false "caught up". The request
 /// waits behind the consumer's held fetch, at most `fetch.wait.max.ms` (10 ms by default).
 fn confirm_at_end(consumer: &BaseConsumer<MirrorContext>, runs: &mut [PartitionRun]) -> bool {
@@ -1052,22 +1071,42 @@ fn confirm_at_end(consumer: &BaseConsumer<MirrorContext>, runs: &mut [PartitionR
     for run in runs.iter_mut().filter(|r| !r.done && r.at_end) {
         let position = run.next.or_else(|| position_of(consumer, &run.tp));
         let listed = ends.get(&run.tp).copied();
-        if let (Some(position), Some(listed)) = (position, listed) {
-            if listed > position {
-                tracing::debug!(
-                    topic = %run.tp.0,
-                    partition = run.tp.1,
-                    position,
-                    listed,
-                    "end-of-partition before the listed end; reading on"
-                );
-                run.at_end = false;
-                all = false;
+        match (position, listed) {
+            (Some(position), Some(listed)) if listed > position => {
+                let since = *run.short_of_listed_since.get_or_insert_with(|| {
+                    tracing::debug!(
+                        topic = %run.tp.0,
+                        partition = run.tp.1,
+                        position,
+                        listed,
+                        "end-of-partition before the listed end; reading on"
+                    );
+                    Instant::now()
+                });
+                if since.elapsed() < SHORT_OF_LISTED_GRACE {
+                    all = false;
+                } else {
+                    // Never served: a transaction marker at the end (consumers do not see
+                    // control records), or a broker that lists records it will not serve yet.
+                    // The end-of-partition stands; anything real is the next slice's.
+                    tracing::debug!(
+                        topic = %run.tp.0,
+                        partition = run.tp.1,
+                        position,
+                        listed,
+                        "listed end not served; caught up at the end-of-partition"
+                    );
+                }
             }
+            _ => run.short_of_listed_since = None,
         }
     }
     all
 }
+
+/// How long a partition at end-of-partition but short of its listed end keeps reading before
+/// the end-of-partition stands (records acknowledged a moment ago normally appear well within).
+const SHORT_OF_LISTED_GRACE: Duration = Duration::from_secs(2);
 
 /// The broker's listed start (`Offset::Beginning`) or end (`Offset::End`) offsets of several
 /// partitions, in one ListOffsets request (librdkafka's offsets-for-times with the special
