@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 struct MemoryHooks {
     offsets: BTreeMap<TopicPartition, i64>,
     commits: usize,
+    /// The lease is gone: `still_owner` says no.
+    lease_lost: bool,
 }
 
 impl TaskHooks for MemoryHooks {
@@ -25,7 +27,7 @@ impl TaskHooks for MemoryHooks {
         Ok(())
     }
     fn still_owner(&mut self) -> bool {
-        true
+        !self.lease_lost
     }
 }
 
@@ -160,4 +162,46 @@ async fn copies_byte_exact_and_resumes_exactly() {
     let mut got_all: Vec<TestRecord> = all.iter().map(|c| c.to_test_record()).collect();
     got_all.sort_by_key(|r| (r.partition, r.timestamp));
     assert_eq!(got_all, expected_all);
+}
+
+// A task that loses its lease commits nothing more, and its report still says what reached the
+// target (those records are copied again by the next holder: at-least-once, never loss).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_lease_commits_nothing_and_reports_what_was_copied() {
+    let stack = common::stack();
+    let source = common::unique("task-lost");
+    let remote = format!("A.{source}");
+    let partitions = 2;
+    common::create_topic(&stack.a, &source, partitions, &[]).await;
+    common::create_topic(&stack.b, &remote, partitions, &[]).await;
+    let data = tricky_records(partitions, 5);
+    common::produce(&stack.a, &source, &data).await;
+
+    let mut hooks = MemoryHooks {
+        lease_lost: true,
+        ..Default::default()
+    };
+    let s = spec(&source, &remote, partitions, &hooks.offsets);
+    let (outcome, hooks) = tokio::task::spawn_blocking(move || {
+        let o = run_source_task(&s, &mut hooks);
+        (o, hooks)
+    })
+    .await
+    .unwrap();
+    let error = outcome.error.clone().expect("the task stops");
+    assert!(error.contains("lease"), "{error}");
+    assert_eq!(hooks.commits, 0, "nothing committed without the lease");
+    assert!(hooks.offsets.is_empty());
+    assert!(!outcome.caught_up);
+    assert_eq!(outcome.records, data.len() as u64, "{outcome:?}");
+    for p in &outcome.partitions {
+        assert_eq!(p.records, 5, "{p:?}");
+        assert!(p.bytes > 0, "{p:?}");
+        assert!(!p.caught_up, "{p:?}");
+        assert_eq!(
+            p.end_offset,
+            Some(0),
+            "no commit: the position stays at the start"
+        );
+    }
 }

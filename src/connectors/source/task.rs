@@ -913,7 +913,7 @@ fn copy(
 
         if last_commit.elapsed() >= spec.flush_interval {
             if !hooks.still_owner() {
-                outcome.partitions = finish_reports(&runs, &committed);
+                outcome.partitions = finish_reports(&runs, &committed, &tracker);
                 return Err(TaskError::LeaseLost {
                     task: task.to_string(),
                 });
@@ -967,7 +967,7 @@ fn copy(
         }
     }
     if !hooks.still_owner() {
-        outcome.partitions = finish_reports(&runs, &committed);
+        outcome.partitions = finish_reports(&runs, &committed, &tracker);
         return Err(TaskError::LeaseLost {
             task: task.to_string(),
         });
@@ -1389,14 +1389,26 @@ fn drain_sync_completions(completed: &Arc<Mutex<u64>>, writer: &mut OffsetSyncWr
     *n = 0;
 }
 
+/// Partition reports of a task that stops early (its lease is lost): what reached the target
+/// (acknowledged records, which the next slice copies again as it resumes from the last
+/// commit) and where the committed position ends. Nothing is caught up.
 fn finish_reports(
     runs: &[PartitionRun],
     committed: &BTreeMap<TopicPartition, i64>,
+    tracker: &Arc<Mutex<AckTracker>>,
 ) -> Vec<PartitionReport> {
+    let acks = tracker.lock().expect("ack tracker poisoned");
     runs.iter()
-        .map(|r| {
+        .enumerate()
+        .map(|(idx, r)| {
+            let p = &acks.partitions[idx];
             let mut rep = r.report.clone();
+            rep.records = p.acked_records;
+            rep.bytes = p.acked_bytes;
+            rep.newest_record_timestamp_ms = p.newest_timestamp;
+            rep.oldest_record_timestamp_ms = p.oldest_timestamp;
             rep.end_offset = committed.get(&r.tp).map(|o| o + 1).or(rep.start_offset);
+            rep.caught_up = false;
             rep
         })
         .collect()
