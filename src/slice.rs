@@ -401,7 +401,7 @@ async fn run_source(
     if let Some(e) = failure {
         for info in won.into_values() {
             if let Err(e) = env.leases.release(&info).await {
-                tracing::warn!(error = %e, lease = info.key, "lease release failed");
+                tracing::warn!(error = %e, "lease release failed");
             }
         }
         status.flush_background().await;
@@ -607,11 +607,11 @@ async fn join_releases(releases: Vec<tokio::task::JoinHandle<()>>) {
     }
 }
 
-/// Give a lease back now; a failure only delays the next holder until the lease expires.
+/// Give a lease back now; a failure (its error names the lease) only delays the next holder
+/// until the lease expires.
 async fn release_now(lease: HeldLease) {
-    let key = lease.key().to_string();
     if let Err(e) = lease.release().await {
-        tracing::warn!(error = %e, lease = key, "lease release failed");
+        tracing::warn!(error = %e, "lease release failed");
     }
 }
 

@@ -31,7 +31,9 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
-use super::{build_error, client_config, close_consumer, ClientError, MirrorContext};
+use super::{
+    build_error, client_config, close_consumer, listed_offsets, ClientError, MirrorContext,
+};
 use crate::config::Props;
 
 /// Start position meaning "the log start of the partition" (Kafka's `EARLIEST` = -2).
@@ -407,20 +409,15 @@ where
                     // Checked once per read: one ListOffsets request, behind a held fetch of
                     // at most `fetch.wait.max.ms`.
                     listed_checked = true;
-                    let mut list = TopicPartitionList::new();
-                    for &p in starts.keys() {
-                        let _ = list.add_partition_offset(topic, p, Offset::End);
-                    }
-                    match c.offsets_for_times(list, timeout.min(Duration::from_secs(5))) {
+                    let ours: Vec<(String, i32)> =
+                        starts.keys().map(|&p| (topic.to_string(), p)).collect();
+                    match listed_offsets(c, &ours, Offset::End, timeout.min(Duration::from_secs(5)))
+                    {
                         Ok(listed) => {
-                            for e in listed.elements_for_topic(topic) {
-                                if let Offset::Offset(end) = e.offset() {
-                                    if end > position(e.partition()) {
-                                        let t = targets
-                                            .entry(e.partition())
-                                            .or_insert((end, LISTED_END_WAIT));
-                                        t.0 = t.0.max(end);
-                                    }
+                            for ((_, p), end) in listed {
+                                if end > position(p) {
+                                    let t = targets.entry(p).or_insert((end, LISTED_END_WAIT));
+                                    t.0 = t.0.max(end);
                                 }
                             }
                         }

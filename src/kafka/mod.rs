@@ -12,7 +12,7 @@ pub mod internal_log;
 
 use crate::config::Props;
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
-use rdkafka::consumer::ConsumerContext;
+use rdkafka::consumer::{Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::ClientContext;
 
@@ -167,6 +167,37 @@ pub fn close_consumer<C: ConsumerContext>(
     while !consumer.closed() && std::time::Instant::now() < deadline {
         let _ = consumer.poll(std::time::Duration::from_millis(1));
     }
+}
+
+/// The broker's listed start (`Offset::Beginning`) or end (`Offset::End`) offsets of several
+/// partitions, in one ListOffsets request (librdkafka's offsets-for-times with the special
+/// timestamps -2 / -1).
+pub fn listed_offsets<C: ConsumerContext>(
+    consumer: &rdkafka::consumer::BaseConsumer<C>,
+    partitions: &[(String, i32)],
+    which: rdkafka::Offset,
+    timeout: std::time::Duration,
+) -> Result<std::collections::BTreeMap<(String, i32), i64>, KafkaError> {
+    if partitions.is_empty() {
+        return Ok(Default::default());
+    }
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    for (topic, partition) in partitions {
+        tpl.add_partition_offset(topic, *partition, which)?;
+    }
+    let answer = consumer.offsets_for_times(tpl, timeout)?;
+    Ok(answer
+        .elements()
+        .iter()
+        .filter(|e| e.error().is_ok())
+        .filter_map(|e| match e.offset() {
+            // A negative answer is "no offset", never a position to use.
+            rdkafka::Offset::Offset(o) if o >= 0 => {
+                Some(((e.topic().to_string(), e.partition()), o))
+            }
+            _ => None,
+        })
+        .collect())
 }
 
 /// Log directives every `tracing` setup of ours adds: after [`close_consumer`], rdkafka's own

@@ -148,11 +148,6 @@ impl HeldLease {
     }
 
     /// Stop renewing and give the lease back.
-    /// The lease's key.
-    pub fn key(&self) -> String {
-        self.info.lock().expect("lease info").key.clone()
-    }
-
     pub async fn release(mut self) -> Result<(), LeaseError> {
         if let Some(r) = self.renewer.take() {
             r.abort();

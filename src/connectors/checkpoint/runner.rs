@@ -515,18 +515,21 @@ impl Run<'_> {
         Ok((relevant, listed))
     }
 
+    /// Partition 0 of `topic` from the beginning, at least up to `min_end` when given.
     async fn read_partition0(
         &self,
         consumer: &Props,
         topic: &str,
+        min_end: Option<i64>,
     ) -> Result<Vec<LogRecord>, LogError> {
         let starts = BTreeMap::from([(0, BEGINNING)]);
+        let min_ends: BTreeMap<i32, i64> = min_end.map(|e| (0, e)).into_iter().collect();
         let timeout = self.budget().map_err(|message| LogError::Read {
             topic: topic.to_string(),
             partition: Some(0),
             message,
         })?;
-        internal_log::read_to_end(consumer, topic, &starts, timeout).await
+        internal_log::read_to_end_at_least(consumer, topic, &starts, &min_ends, timeout).await
     }
 
     /// The offset-syncs topic, decoded, when checkpoints are due; a topic that does not exist
@@ -542,22 +545,10 @@ impl Run<'_> {
             Err(LogError::UnknownTopic { .. }) => return Ok(Vec::new()),
             Err(e) => return Err(format!("offset syncs {topic}: {e}")),
         }
-        let min_ends: BTreeMap<i32, i64> = self
-            .env
-            .offset_syncs_end
-            .map(|e| (0, e))
-            .into_iter()
-            .collect();
-        let timeout = self.budget()?;
-        let records = internal_log::read_to_end_at_least(
-            &consumer,
-            &topic,
-            &BTreeMap::from([(0, BEGINNING)]),
-            &min_ends,
-            timeout,
-        )
-        .await
-        .map_err(|e| format!("offset syncs: {e}"))?;
+        let records = self
+            .read_partition0(&consumer, &topic, self.env.offset_syncs_end)
+            .await
+            .map_err(|e| format!("offset syncs: {e}"))?;
         Ok(decode_syncs(&records))
     }
 
@@ -577,7 +568,7 @@ impl Run<'_> {
             .common
             .target_consumer_config(roles::CHECKPOINTS_TARGET_CONSUMER);
         let (checkpoints, syncs) = tokio::join!(
-            self.read_partition0(&checkpoints_consumer, topic),
+            self.read_partition0(&checkpoints_consumer, topic, None),
             self.read_offset_syncs()
         );
         let syncs = syncs?;

@@ -32,7 +32,9 @@
 
 use super::offset_sync_writer::OffsetSyncWriter;
 use crate::config::Props;
-use crate::kafka::{build_error, client_config, close_consumer, ClientError, MirrorContext};
+use crate::kafka::{
+    build_error, client_config, close_consumer, listed_offsets, ClientError, MirrorContext,
+};
 use crate::wire::offset_sync::OffsetSync;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -1107,35 +1109,6 @@ fn confirm_at_end(consumer: &BaseConsumer<MirrorContext>, runs: &mut [PartitionR
 /// How long a partition at end-of-partition but short of its listed end keeps reading before
 /// the end-of-partition stands (records acknowledged a moment ago normally appear well within).
 const SHORT_OF_LISTED_GRACE: Duration = Duration::from_secs(2);
-
-/// The broker's listed start (`Offset::Beginning`) or end (`Offset::End`) offsets of several
-/// partitions, in one ListOffsets request (librdkafka's offsets-for-times with the special
-/// timestamps -2 / -1).
-fn listed_offsets(
-    consumer: &BaseConsumer<MirrorContext>,
-    partitions: &[TopicPartition],
-    which: Offset,
-    timeout: Duration,
-) -> Result<BTreeMap<TopicPartition, i64>, KafkaError> {
-    if partitions.is_empty() {
-        return Ok(BTreeMap::new());
-    }
-    let mut tpl = TopicPartitionList::new();
-    for (topic, partition) in partitions {
-        tpl.add_partition_offset(topic, *partition, which)?;
-    }
-    let answer = consumer.offsets_for_times(tpl, timeout)?;
-    Ok(answer
-        .elements()
-        .iter()
-        .filter(|e| e.error().is_ok())
-        .filter_map(|e| match e.offset() {
-            // A negative answer is "no offset", never a position to use.
-            Offset::Offset(o) if o >= 0 => Some(((e.topic().to_string(), e.partition()), o)),
-            _ => None,
-        })
-        .collect())
-}
 
 /// Produce one consumed record to the same partition of the remote topic, byte for byte.
 fn forward(
