@@ -1,35 +1,42 @@
-//! How far translated consumer-group offsets land from the exact downstream offsets, with and
-//! without the offset syncs mirrorslice promotes at the end of every slice (issue #5, part 2).
+//! How far translated consumer-group offsets land behind the exact downstream offsets
+//! (issues #5 and #16). Two workloads, each on the local stack (`infra/local/stack.sh up`):
 //!
-//! MM2 promotes delayed offset syncs only at each offset commit (`offset.flush.interval.ms`,
-//! KAFKA-15906), so between commits the newest sync of a partition can be up to
-//! `offset.lag.max` records behind, and translation (which never extrapolates, §8.3) gives
-//! `sync.downstream + 1`. A slice commits at its end and promotes then too, so the last record
-//! of every partition has a sync when the checkpoints are computed.
+//! **`backlog`** (issue #16): a fresh topic with `--records` records (1M by default) over
+//! `--partitions`, `--groups` consumer groups committed on every partition at a lag behind
+//! the log end drawn log-uniformly (so lags of 0, hundreds, thousands and most of the
+//! partition are all sampled), then **one** slice copies the whole backlog and checkpoints
+//! every group. Prints the offset syncs written (MM2's cadence sends one per
+//! `offset.lag.max`+1 records of a partition while fewer than 10 sends are in flight) and, per
+//! bucket of a group's lag, how far its checkpoint lands behind the exact offset. Translation
+//! never extrapolates (§8.3) and the sync store keeps exponentially spaced syncs, so the error
+//! grows with the group's lag; a group without any checkpoint, or one past its exact offset,
+//! is a bug.
 //!
-//! Workload, run once per mode on the local stack (`infra/local/stack.sh up`): a fresh
-//! 10-partition topic, `SLICES` slices; before each, a random number of records (0–300) per
-//! partition and random commits of `GROUPS` groups (30 % of them at the log end, the rest at a
-//! random position between their previous commit and the end); then one `mirrorslice run`
-//! slice with checkpoints every slice. The remote topic is fresh and the copy is in order, so
-//! the exact downstream offset of upstream offset `n` is `n` (checked: remote ends = source
-//! ends). The distance is `exact − translated` for every (group, partition) whose latest
-//! checkpoint translates its current commit; commits without such a checkpoint are counted as
-//! "no checkpoint" (behind the oldest sync, or no newer translation).
+//! **`slices`** (issue #5): a 10-partition topic, `SLICES` slices; before each, a random number
+//! of records (0–300) per partition and random commits of `GROUPS` groups (30 % of them at the
+//! log end, the rest between their previous commit and the end); then one slice with
+//! checkpoints. Run twice: with the offset syncs mirrorslice promotes at every slice's end, and
+//! without (MM2 promotes delayed syncs only every `offset.flush.interval.ms`, KAFKA-15906).
 //!
-//! `cargo run --example translation_error` (after `cargo build --bin mirrorslice`); set
-//! `MIRRORSLICE_STACK_A` / `MIRRORSLICE_STACK_B` for other brokers.
+//! The remote topic is fresh and copied in order, so the exact downstream offset of upstream
+//! offset `n` is `n` (checked: remote ends = source ends).
+//!
+//! `cargo build --release --bin mirrorslice && cargo run --release --example translation_error
+//! -- --workload backlog` (`--bin PATH` measures another build); set `MIRRORSLICE_STACK_A` /
+//! `MIRRORSLICE_STACK_B` for other brokers.
 
+use clap::Parser;
 use mirrorslice::kafka::admin_ext;
-use mirrorslice::wire::Checkpoint;
+use mirrorslice::wire::{Checkpoint, OffsetSync};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::KafkaError;
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::BorrowedMessage;
+use rdkafka::producer::{BaseProducer, BaseRecord, FutureProducer, FutureRecord, Producer};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -140,6 +147,32 @@ type Read = (i32, i64, Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// Every record of `topic` (partitions 0..n) until each partition reports its end.
 fn read_all(bootstrap: &str, topic: &str, partitions: i32) -> Vec<Read> {
+    let mut out = Vec::new();
+    read_each(bootstrap, topic, partitions, |m| {
+        out.push((
+            m.partition(),
+            m.offset(),
+            m.key().map(<[u8]>::to_vec),
+            m.payload().map(<[u8]>::to_vec),
+        ))
+    });
+    out
+}
+
+/// The log end of every partition of `topic`, read (not listed: some brokers list a high
+/// watermark that trails the log).
+fn read_ends(bootstrap: &str, topic: &str, partitions: i32) -> Vec<i64> {
+    let mut ends = vec![0i64; partitions as usize];
+    read_each(bootstrap, topic, partitions, |m| {
+        let e = &mut ends[m.partition() as usize];
+        *e = (*e).max(m.offset() + 1);
+    });
+    ends
+}
+
+/// Calls `f` with every record of `topic` (partitions 0..n) until each partition reports its
+/// end; at most two minutes.
+fn read_each(bootstrap: &str, topic: &str, partitions: i32, mut f: impl FnMut(&BorrowedMessage)) {
     let c: BaseConsumer = client(bootstrap)
         .set("group.id", unique("reader"))
         .set("enable.partition.eof", "true")
@@ -148,34 +181,75 @@ fn read_all(bootstrap: &str, topic: &str, partitions: i32) -> Vec<Read> {
         .unwrap();
     let mut tpl = TopicPartitionList::new();
     for p in 0..partitions {
-        tpl.add_partition_offset(topic, p, Offset::Beginning)
+        tpl.add_partition_offset(topic, p, Offset::Offset(0))
             .unwrap();
     }
     c.assign(&tpl).unwrap();
     let mut done = vec![false; partitions as usize];
-    let mut out = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(120);
     while !done.iter().all(|d| *d) {
         assert!(Instant::now() < deadline, "reading {topic} timed out");
         match c.poll(Duration::from_millis(100)) {
             Some(Ok(m)) => {
                 done[m.partition() as usize] = false;
-                out.push((
-                    m.partition(),
-                    m.offset(),
-                    m.key().map(<[u8]>::to_vec),
-                    m.payload().map(<[u8]>::to_vec),
-                ));
+                f(&m);
             }
             Some(Err(KafkaError::PartitionEOF(p))) => done[p as usize] = true,
             Some(Err(e)) => panic!("{topic}: {e}"),
             None => {}
         }
     }
-    out
 }
 
-async fn measure(a: &str, b: &str, every_commit: bool, bin: &PathBuf) -> Stats {
+/// An mm2.properties for the flow `source->target` between the clusters at `a` and `b`, with
+/// checkpoints in every slice for the groups `.*-<source>`; `extra` is appended.
+fn flow_config(source: &str, target: &str, a: &str, b: &str, extra: &str) -> String {
+    format!(
+        "clusters = {source}, {target}\n\
+         {source}.bootstrap.servers = {a}\n\
+         {target}.bootstrap.servers = {b}\n\
+         {source}->{target}.enabled = true\n\
+         {source}->{target}.topics = .*-{source}\n\
+         {source}->{target}.groups = .*-{source}\n\
+         {target}->{source}.emit.heartbeats.enabled = false\n\
+         emit.checkpoints.interval.seconds = 0\n\
+         refresh.groups.interval.seconds = 0\n\
+         replication.factor = 1\n\
+         offset-syncs.topic.replication.factor = 1\n\
+         checkpoints.topic.replication.factor = 1\n\
+         heartbeats.topic.replication.factor = 1\n\
+         config.storage.replication.factor = 1\n\
+         offset.storage.replication.factor = 1\n\
+         status.storage.replication.factor = 1\n\
+         {extra}\n"
+    )
+}
+
+/// One `mirrorslice run` slice of `flow`; its JSON report. Panics if the run fails.
+fn run_slice(bin: &Path, config: &Path, flow: &str, state: &Path) -> serde_json::Value {
+    let out = Command::new(bin)
+        .arg("run")
+        .arg(config)
+        .args(["--flow", flow, "--max-duration", "10m", "--json"])
+        .env("MIRRORSLICE_STATE_DIR", state)
+        .env(
+            "MIRRORSLICE_LOG",
+            std::env::var("MIRRORSLICE_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .output()
+        .unwrap();
+    if std::env::var_os("MIRRORSLICE_LOG").is_some() {
+        eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+async fn measure(a: &str, b: &str, every_commit: bool, bin: &Path) -> Stats {
     let source = unique("msrc");
     let target = unique("mdst");
     let topic = format!("meas-{source}");
@@ -186,29 +260,10 @@ async fn measure(a: &str, b: &str, every_commit: bool, bin: &PathBuf) -> Stats {
     let extra_cfg = std::env::var("MEASURE_EXTRA_CONFIG")
         .unwrap_or_default()
         .replace("{target}", &target);
-    std::fs::write(
-        &config,
-        format!(
-            "clusters = {source}, {target}\n\
-             {source}.bootstrap.servers = {a}\n\
-             {target}.bootstrap.servers = {b}\n\
-             {source}->{target}.enabled = true\n\
-             {source}->{target}.topics = .*-{source}\n\
-             {source}->{target}.groups = .*-{source}\n\
-             {source}->{target}.mirrorslice.offset.syncs.every.commit = {every_commit}\n\
-             {target}->{source}.emit.heartbeats.enabled = false\n\
-             emit.checkpoints.interval.seconds = 0\n\
-             refresh.groups.interval.seconds = 0\n\
-             replication.factor = 1\n\
-             offset-syncs.topic.replication.factor = 1\n\
-             checkpoints.topic.replication.factor = 1\n\
-             heartbeats.topic.replication.factor = 1\n\
-             config.storage.replication.factor = 1\n\
-             offset.storage.replication.factor = 1\n\
-             status.storage.replication.factor = 1\n{extra_cfg}"
-        ),
-    )
-    .unwrap();
+    let flow_extra = format!(
+        "{source}->{target}.mirrorslice.offset.syncs.every.commit = {every_commit}\n{extra_cfg}"
+    );
+    std::fs::write(&config, flow_config(&source, &target, a, b, &flow_extra)).unwrap();
     let admin: AdminClient<DefaultClientContext> = client(a).create().unwrap();
     admin
         .create_topics(
@@ -247,26 +302,7 @@ async fn measure(a: &str, b: &str, every_commit: bool, bin: &PathBuf) -> Stats {
             }
             commit(a, group, &topic, &commits[g]).await;
         }
-        let out = Command::new(bin)
-            .arg("run")
-            .arg(&config)
-            .args(["--flow", &format!("{source}->{target}"), "--json"])
-            .env("MIRRORSLICE_STATE_DIR", state.path())
-            .env(
-                "MIRRORSLICE_LOG",
-                std::env::var("MIRRORSLICE_LOG").unwrap_or_else(|_| "warn".into()),
-            )
-            .output()
-            .unwrap();
-        if std::env::var_os("MIRRORSLICE_LOG").is_some() {
-            eprintln!("{}", String::from_utf8_lossy(&out.stderr));
-        }
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let report = run_slice(bin, &config, &format!("{source}->{target}"), state.path());
         let slice_report = &report["slices"][0];
         stats
             .slice_ms
@@ -278,10 +314,7 @@ async fn measure(a: &str, b: &str, every_commit: bool, bin: &PathBuf) -> Stats {
         );
 
         // The exact downstream offset of upstream n is n: the remote copy is in order.
-        let mut remote_ends = vec![0i64; PARTITIONS as usize];
-        for (p, o, _, _) in read_all(b, &remote, PARTITIONS) {
-            remote_ends[p as usize] = remote_ends[p as usize].max(o + 1);
-        }
+        let remote_ends = read_ends(b, &remote, PARTITIONS);
         assert_eq!(
             remote_ends, ends,
             "slice {slice}: remote = source, no duplicates"
@@ -322,17 +355,220 @@ async fn measure(a: &str, b: &str, every_commit: bool, bin: &PathBuf) -> Stats {
     stats
 }
 
-#[tokio::main]
-async fn main() {
-    let a = std::env::var("MIRRORSLICE_STACK_A").unwrap_or_else(|_| "127.0.0.1:19092".into());
-    let b = std::env::var("MIRRORSLICE_STACK_B").unwrap_or_else(|_| "127.0.0.1:29092".into());
-    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/debug/mirrorslice");
-    assert!(
-        bin.exists(),
-        "build the CLI first: cargo build --bin mirrorslice"
+/// Produces `records` records of 100 bytes round-robin over partitions 0..n, fast (batched).
+fn produce_backlog(bootstrap: &str, topic: &str, partitions: i32, records: u64) {
+    let p: BaseProducer = client(bootstrap)
+        .set("linger.ms", "20")
+        .set("queue.buffering.max.messages", "200000")
+        .create()
+        .unwrap();
+    let value = [b'x'; 100];
+    for i in 0..records {
+        let mut rec: BaseRecord<'_, [u8], [u8]> = BaseRecord::to(topic)
+            .partition((i % partitions as u64) as i32)
+            .payload(&value[..]);
+        loop {
+            match p.send(rec) {
+                Ok(()) => break,
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    rec = back;
+                    p.poll(Duration::from_millis(10));
+                }
+                Err((e, _)) => panic!("produce to {topic}: {e}"),
+            }
+        }
+    }
+    p.flush(Duration::from_secs(300)).unwrap();
+}
+
+/// A long backlog copied in one slice (issue #16): `records` over `partitions`, `groups`
+/// groups committed on every partition at a lag behind the log end drawn log-uniformly from
+/// 0 to the whole partition, so every scale of lag is sampled. Prints the offset syncs written
+/// and, per lag bucket, how far each group's checkpoint lands behind its exact offset.
+async fn backlog(a: &str, b: &str, bin: &Path, args: &Args) {
+    let (partitions, records) = (args.partitions, args.records);
+    let source = unique("bsrc");
+    let target = unique("bdst");
+    let topic = format!("backlog-{source}");
+    let remote = format!("{source}.{topic}");
+    let dir = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let config = dir.path().join("mm2.properties");
+    let extra = format!("offset.lag.max = {}", args.lag_max);
+    std::fs::write(&config, flow_config(&source, &target, a, b, &extra)).unwrap();
+    let admin: AdminClient<DefaultClientContext> = client(a).create().unwrap();
+    let new_topic = NewTopic::new(&topic, partitions, TopicReplication::Fixed(1));
+    admin
+        .create_topics([&new_topic], &AdminOptions::new())
+        .await
+        .unwrap();
+    let t = Instant::now();
+    produce_backlog(a, &topic, partitions, records);
+    let ends = read_ends(a, &topic, partitions);
+    println!(
+        "  produced {records} records in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut commits: Vec<(String, Vec<i64>)> = Vec::new();
+    for g in 0..args.groups {
+        let group = format!("g{g}-{source}");
+        let offsets: Vec<i64> = ends
+            .iter()
+            .map(|&end| {
+                let u = rng.below(1_000_001) as f64 / 1e6;
+                let lag = ((end as f64 + 1.0).powf(u) - 1.0).floor() as i64;
+                end - lag.clamp(0, end)
+            })
+            .collect();
+        commit(a, &group, &topic, &offsets).await;
+        commits.push((group, offsets));
+    }
+
+    let flow = format!("{source}->{target}");
+    let t = Instant::now();
+    let report = run_slice(bin, &config, &flow, state.path());
+    let slice = &report["slices"][0];
+    assert_eq!(
+        slice["caught_up"], true,
+        "one slice copies the backlog: {slice:#}"
     );
     println!(
-        "workload: {PARTITIONS} partitions, {SLICES} slices, 0-{MAX_RECORDS_PER_SLICE} records per partition per slice, \
+        "  one slice copied it in {:.1} s; checkpoints {} ms",
+        t.elapsed().as_secs_f64(),
+        slice["checkpoints"]["duration_ms"]
+    );
+    assert_eq!(read_ends(b, &remote, partitions), ends, "remote = source");
+
+    let syncs_topic = format!("mm2-offset-syncs.{target}.internal");
+    let mut syncs = 0u64;
+    read_each(a, &syncs_topic, 1, |m| {
+        if let (Some(k), Some(v)) = (m.key(), m.payload()) {
+            if OffsetSync::decode(k, v).is_ok_and(|s| s.topic == topic) {
+                syncs += 1;
+            }
+        }
+    });
+    let ideal = records / (args.lag_max as u64 + 1);
+    println!(
+        "  offset syncs written: {syncs} ({:.0} per 1M records; one per offset.lag.max+1 records \
+         would be {ideal})",
+        syncs as f64 * 1e6 / records as f64
+    );
+
+    let mut latest: BTreeMap<(String, i32), Checkpoint> = BTreeMap::new();
+    for (_, _, k, v) in read_all(b, &format!("{source}.checkpoints.internal"), 1) {
+        let cp = Checkpoint::decode(&k.unwrap(), &v.unwrap()).unwrap();
+        latest.insert((cp.consumer_group_id.clone(), cp.partition), cp);
+    }
+    report_backlog_errors(&commits, &ends, &latest, &remote);
+}
+
+/// Per bucket of a group's lag behind the log end: how far its checkpoint lands behind the
+/// exact offset (upstream n is downstream n on a fresh remote topic).
+fn report_backlog_errors(
+    commits: &[(String, Vec<i64>)],
+    ends: &[i64],
+    latest: &BTreeMap<(String, i32), Checkpoint>,
+    remote: &str,
+) {
+    let buckets: [(&str, i64, i64); 5] = [
+        ("lag 0 (at the end)", 0, 0),
+        ("lag 1-999", 1, 999),
+        ("lag 1k-9,999", 1_000, 9_999),
+        ("lag 10k-99,999", 10_000, 99_999),
+        ("lag >= 100k", 100_000, i64::MAX),
+    ];
+    let (mut missing, mut overshoot) = (0, 0);
+    let mut per_bucket: Vec<(Vec<i64>, Vec<f64>)> = vec![Default::default(); buckets.len()];
+    for (group, offsets) in commits {
+        for (p, &committed) in offsets.iter().enumerate() {
+            let Some(cp) = latest
+                .get(&(group.clone(), p as i32))
+                .filter(|c| c.topic == remote)
+            else {
+                missing += 1;
+                continue;
+            };
+            let error = committed - cp.downstream_offset;
+            overshoot += usize::from(error < 0);
+            let lag = ends[p] - committed;
+            let k = buckets
+                .iter()
+                .position(|(_, lo, hi)| (*lo..=*hi).contains(&lag));
+            let (errors, ratios) = &mut per_bucket[k.expect("buckets cover every lag")];
+            errors.push(error);
+            ratios.push(error as f64 / lag.max(1) as f64);
+        }
+    }
+    println!("  (group, partition) pairs without a checkpoint: {missing}");
+    println!("  translated past the exact offset: {overshoot}");
+    println!("  records behind the exact offset (exact - checkpoint), by the group's lag:");
+    for ((label, _, _), (errors, ratios)) in buckets.iter().zip(&per_bucket) {
+        let worst = ratios.iter().cloned().fold(0.0, f64::max);
+        println!(
+            "    {label:<20} {}; worst error/lag {:.2}",
+            summary(errors),
+            worst
+        );
+    }
+}
+
+#[derive(Parser)]
+struct Args {
+    /// `backlog`: one long backlog copied in one slice; `slices`: many short slices, with and
+    /// without the slice-boundary syncs; `both`.
+    #[arg(long, default_value = "both")]
+    workload: String,
+    /// Backlog: records in all (over `--partitions`).
+    #[arg(long, default_value_t = 1_000_000)]
+    records: u64,
+    #[arg(long, default_value_t = 10)]
+    partitions: i32,
+    /// Backlog: `offset.lag.max` of the flow.
+    #[arg(long, default_value_t = 100)]
+    lag_max: i64,
+    /// Backlog: consumer groups, each committed on every partition.
+    #[arg(long, default_value_t = 20)]
+    groups: usize,
+    /// The mirrorslice binary to measure (default: target/release, else target/debug).
+    #[arg(long)]
+    bin: Option<PathBuf>,
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    let a = std::env::var("MIRRORSLICE_STACK_A").unwrap_or_else(|_| "127.0.0.1:19092".into());
+    let b = std::env::var("MIRRORSLICE_STACK_B").unwrap_or_else(|_| "127.0.0.1:29092".into());
+    let target_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target");
+    let bin = args.bin.clone().unwrap_or_else(|| {
+        let release = target_dir.join("release/mirrorslice");
+        if release.exists() {
+            release
+        } else {
+            target_dir.join("debug/mirrorslice")
+        }
+    });
+    assert!(
+        bin.exists(),
+        "build the CLI first: cargo build --release --bin mirrorslice"
+    );
+    println!("binary: {}", bin.display());
+    if matches!(args.workload.as_str(), "backlog" | "both") {
+        println!(
+            "backlog: {} records over {} partitions, copied in one slice, offset.lag.max={}, \
+             {} groups",
+            args.records, args.partitions, args.lag_max, args.groups
+        );
+        backlog(&a, &b, &bin, &args).await;
+    }
+    if !matches!(args.workload.as_str(), "slices" | "both") {
+        return;
+    }
+    println!(
+        "slices: {PARTITIONS} partitions, {SLICES} slices, 0-{MAX_RECORDS_PER_SLICE} records per partition per slice, \
          {GROUPS} groups (30 % of commits at the log end), offset.lag.max=100, offset.flush.interval.ms=60000"
     );
     for (label, every_commit) in [

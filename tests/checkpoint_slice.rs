@@ -331,6 +331,95 @@ async fn end_of_log_groups_translate_exactly_mid_log_groups_never_overshoot() {
     assert_eq!(target_mid[&(remote.clone(), 0)], in_middle[&0].downstream);
 }
 
+/// Every offset sync of `topic` in the flow's offset-syncs topic (on the source cluster, the
+/// default location), per partition in the order written: (upstream, downstream).
+async fn offset_syncs(flow: &Flow, topic: &str) -> BTreeMap<i32, Vec<(i64, i64)>> {
+    let syncs_topic = format!("mm2-offset-syncs.{}.internal", flow.target);
+    let mut out: BTreeMap<i32, Vec<(i64, i64)>> = BTreeMap::new();
+    for r in common::consume_all(&flow.a, &syncs_topic, 1).await {
+        let (key, value) = (r.key.unwrap(), r.value.unwrap());
+        let sync = mirrorslice::wire::OffsetSync::decode(&key, &value).unwrap();
+        if sync.topic == topic {
+            out.entry(sync.partition)
+                .or_default()
+                .push((sync.upstream_offset, sync.downstream_offset));
+        }
+    }
+    out
+}
+
+// Issue #16 (mm2-compat §7.5, §8.3): a backlog many times `offset.lag.max` copied in one slice.
+// Offset syncs go out as records are acknowledged, so the early syncs of every partition reach
+// the topic instead of being replaced by later ones before being sent: every group committed
+// mid-log gets a checkpoint, also behind the newest sync, through a sync really written and
+// never past its exact offset.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_group_lagging_in_a_long_backlog_gets_a_checkpoint() {
+    let flow = Flow::new("offset.lag.max = 100");
+    let topic = format!("backlog-{}", flow.source);
+    let remote = flow.remote(&topic);
+    let (partitions, per_partition) = (3, 2000);
+    common::create_topic(&flow.a, &topic, partitions, &[]).await;
+    common::produce(&flow.a, &topic, &values(partitions, per_partition, "b")).await;
+    let commits: [(&str, [i64; 3]); 4] = [
+        ("first", [0, 1, 5]),
+        ("issue", [150, 101, 250]),
+        ("mid", [1000, 777, 1500]),
+        ("late", [1999, 1900, 1234]),
+    ];
+    for (label, offsets) in &commits {
+        let rows: Vec<(&str, i32, i64)> = (0..partitions)
+            .map(|p| (topic.as_str(), p, offsets[p as usize]))
+            .collect();
+        commit(&flow.a, &flow.group(label), &rows).await;
+    }
+
+    let report = flow.run_ok();
+    assert_eq!(report["caught_up"], true, "{report:#}");
+    let cp = &report["checkpoints"];
+    assert_eq!(cp["status"], "ran", "{report:#}");
+    assert_eq!(cp["errors"], Value::Array(vec![]), "{cp:#}");
+    assert_eq!(
+        cp["emitted"], 12,
+        "a checkpoint per (group, partition): {cp:#}"
+    );
+
+    let syncs = offset_syncs(&flow, &topic).await;
+    let end = per_partition as i64 - 1;
+    for p in 0..partitions {
+        let s = &syncs[&p];
+        assert_eq!(
+            s.first(),
+            Some(&(0, 0)),
+            "partition {p}: the first record's sync"
+        );
+        assert_eq!(
+            s.last(),
+            Some(&(end, end)),
+            "partition {p}: the slice-end sync"
+        );
+    }
+    let all = checkpoints(&flow).await;
+    for (label, offsets) in &commits {
+        let latest = latest(&all, &flow.group(label), &remote);
+        for p in 0..partitions {
+            let committed = offsets[p as usize];
+            let c = latest
+                .get(&p)
+                .unwrap_or_else(|| panic!("{label} p{p} at {committed}: no checkpoint"));
+            assert_eq!(c.upstream, committed, "{c:?}");
+            // A fresh topic copied in order maps upstream n to downstream n: the exact offset.
+            assert!(c.downstream <= committed, "past the exact offset: {c:?}");
+            // Translation goes through a sync in the topic: its downstream, +1 when the group is
+            // past it (§8.3), never extrapolated.
+            let through_a_sync = syncs[&p].iter().any(|&(up, down)| {
+                up <= committed && c.downstream == down + i64::from(up != committed)
+            });
+            assert!(through_a_sync, "{c:?} from none of {:?}", syncs[&p]);
+        }
+    }
+}
+
 // §12.8 #84 and §8.5: checkpoints stay monotonic per (group, partition) across slices, which
 // each load the previous checkpoints; an idle slice writes nothing new; a target group that
 // moved ahead (its consumers failed over) is never rewound.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The project's test command: start the local stack (idempotent), then run the unit and
-# integration tests (not the benchmarks: `cargo bench` runs those).
+# The project's test command: check formatting (`cargo fmt`) and lints (`cargo clippy`, warnings
+# are errors), start the local stack (idempotent), then run the unit and integration tests (not
+# the benchmarks: `cargo bench` runs those).
 # The stack is left running so the next run starts in milliseconds; `stack.sh down` stops it.
 set -euo pipefail
 
@@ -19,6 +20,15 @@ if ! python3 -c "import cfnlint" >/dev/null 2>&1; then
 fi
 python3 -c 'import sys; from cfnlint.runner import main; sys.exit(main())' template.yaml
 echo "cfn-lint: template.yaml ok"
+
+# Style and lints are part of the suite: formatting drift or a clippy warning fails it.
+if command -v rustup >/dev/null; then
+    for component in rustfmt clippy; do
+        rustup component list --installed | grep -q "^$component" || rustup component add "$component"
+    done
+fi
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
 
 infra/local/stack.sh up
 cargo test --workspace --lib --bins --tests "$@"

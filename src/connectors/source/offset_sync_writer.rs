@@ -8,9 +8,10 @@
 //! is kept as *delayed* and promoted at each offset commit, so the latest pair of every
 //! partition reaches the topic at least once per commit (KAFKA-15906).
 //!
-//! This module is pure bookkeeping: it decides *what* to send. The task owns the producer,
-//! sends [`OffsetSyncWriter::take_pending`] and acknowledges sends with
-//! [`OffsetSyncWriter::send_completed`], which enforces MM2's bound of in-flight sends.
+//! This module is pure bookkeeping: it decides *what* to send. The
+//! [`OffsetSyncSender`](super::offset_sync_sender::OffsetSyncSender) owns the producer, sends
+//! [`OffsetSyncWriter::take_pending`] after every acknowledged record and acknowledges sends
+//! with [`OffsetSyncWriter::send_completed`], which enforces MM2's bound of in-flight sends.
 
 use crate::wire::offset_sync::OffsetSync;
 use std::collections::BTreeMap;
@@ -95,8 +96,15 @@ impl OffsetSyncWriter {
         }
     }
 
-    /// Called for every acknowledged record (`maybeQueueOffsetSyncs`).
-    pub fn record_written(&mut self, topic: &str, partition: i32, upstream: i64, downstream: i64) {
+    /// Called for every acknowledged record (`maybeQueueOffsetSyncs`); true when a sync fell
+    /// due, so the caller fires pending syncs (MM2 fires after every record either way).
+    pub fn record_written(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        upstream: i64,
+        downstream: i64,
+    ) -> bool {
         let tp = (topic.to_string(), partition);
         let max_lag = self.max_offset_lag;
         let state = self
@@ -113,8 +121,10 @@ impl OffsetSyncWriter {
             state.reset();
             self.delayed.remove(&tp);
             self.queue_pending(sync);
+            true
         } else {
             self.delayed.insert(tp, sync);
+            false
         }
     }
 
@@ -292,5 +302,63 @@ mod tests {
             .map(|s| (s.topic.clone(), s.upstream_offset))
             .collect();
         assert_eq!(order, vec![("a".into(), 1), ("b".into(), 0)]);
+    }
+
+    // Issue #16: records acknowledged in one burst, with the pending syncs taken after every
+    // record as MM2's `commitRecord` does. 3 partitions x 300 records at offset.lag.max=100
+    // make 3 syncs per partition, all within the bound of 10 in flight: every one is sent,
+    // none replaced. Taking pending only after the whole burst sent just the last per partition.
+    #[test]
+    fn syncs_taken_per_record_are_sent_not_replaced() {
+        let mut w = OffsetSyncWriter::new(100);
+        let mut sent: Vec<(i32, i64)> = Vec::new();
+        for p in 0..3 {
+            for up in 0..300 {
+                if w.record_written("t", p, up, up) {
+                    sent.extend(
+                        w.take_pending()
+                            .iter()
+                            .map(|s| (s.partition, s.upstream_offset)),
+                    );
+                }
+            }
+        }
+        for p in 0..3 {
+            let ups: Vec<i64> = sent
+                .iter()
+                .filter(|(q, _)| *q == p)
+                .map(|(_, u)| *u)
+                .collect();
+            assert_eq!(ups, vec![0, 101, 202], "partition {p}");
+        }
+
+        let mut batched = OffsetSyncWriter::new(100);
+        for up in 0..300 {
+            batched.record_written("t", 0, up, up);
+        }
+        let once: Vec<i64> = batched
+            .take_pending()
+            .iter()
+            .map(|s| s.upstream_offset)
+            .collect();
+        assert_eq!(once, vec![202], "one take per burst keeps only the latest");
+    }
+
+    // With the bound reached, later syncs wait one per partition and leave as sends complete.
+    #[test]
+    fn syncs_beyond_the_bound_wait_and_the_latest_per_partition_wins() {
+        let mut w = OffsetSyncWriter::with_max_in_flight(0, 2);
+        for up in 0..5 {
+            w.record_written("t", 0, up, up);
+            w.take_pending();
+        }
+        // 0 and 1 in flight; 2, 3, 4 replaced one another.
+        assert_eq!(w.pending().len(), 1);
+        assert_eq!(w.pending()[0].upstream_offset, 4);
+        w.send_completed();
+        let next = w.take_pending();
+        assert_eq!(next.len(), 1);
+        assert_eq!(next[0].upstream_offset, 4);
+        assert!(w.take_pending().is_empty());
     }
 }

@@ -30,12 +30,11 @@
 //! With [`GapPolicy::Fail`] (default) the task stops and the slice fails; with
 //! [`GapPolicy::Skip`] the partition jumps to the log start and the gap is still reported.
 
-use super::offset_sync_writer::OffsetSyncWriter;
+use super::offset_sync_sender::OffsetSyncSender;
 use crate::config::Props;
 use crate::kafka::{
     build_error, client_config, close_consumer, listed_offsets, ClientError, MirrorContext,
 };
-use crate::wire::offset_sync::OffsetSync;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, Header, Headers, OwnedHeaders};
@@ -405,37 +404,6 @@ impl ProducerContext for CopyContext {
     }
 }
 
-struct SyncContext {
-    completed: Arc<Mutex<u64>>,
-    /// Offset after the last delivered sync (partition 0): what a later read must reach.
-    end: Arc<std::sync::atomic::AtomicI64>,
-}
-
-impl ClientContext for SyncContext {
-    fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
-        MirrorContext.log(level, fac, message)
-    }
-    fn error(&self, error: KafkaError, reason: &str) {
-        MirrorContext.error(error, reason)
-    }
-}
-
-impl ProducerContext for SyncContext {
-    type DeliveryOpaque = ();
-
-    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
-        match result {
-            Ok(m) => {
-                self.end
-                    .fetch_max(m.offset() + 1, std::sync::atomic::Ordering::SeqCst);
-            }
-            // MM2 only logs failed offset syncs (§7.5): translation then errs toward re-delivery.
-            Err((e, _)) => tracing::warn!(error = %e, "offset sync not delivered"),
-        }
-        *self.completed.lock().expect("sync counter poisoned") += 1;
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // The copy loop
 // ---------------------------------------------------------------------------------------------
@@ -543,9 +511,14 @@ pub fn run_source_task(spec: &SourceTaskSpec, hooks: &mut dyn TaskHooks) -> Task
         gaps: Vec::new(),
         error: None,
     };
-    match copy(spec, hooks, &mut outcome) {
-        Ok(()) => {}
-        Err(e) => outcome.error = Some(e.to_string()),
+    // Created by `copy` beside the other clients; read here so every way out reports it.
+    let mut syncs: Option<OffsetSyncSender> = None;
+    if let Err(e) = copy(spec, hooks, &mut syncs, &mut outcome) {
+        outcome.error = Some(e.to_string());
+    }
+    if let Some(s) = &syncs {
+        outcome.offset_syncs_sent = s.sent();
+        outcome.offset_syncs_end = s.end_offset();
     }
     outcome.records = outcome.partitions.iter().map(|p| p.records).sum();
     outcome.bytes = outcome.partitions.iter().map(|p| p.bytes).sum();
@@ -568,6 +541,7 @@ fn kafka_err(task: &str, what: impl Into<String>) -> impl FnOnce(KafkaError) -> 
 fn copy(
     spec: &SourceTaskSpec,
     hooks: &mut dyn TaskHooks,
+    syncs: &mut Option<OffsetSyncSender>,
     outcome: &mut TaskOutcome,
 ) -> Result<(), TaskError> {
     let task = spec.name.as_str();
@@ -642,26 +616,12 @@ fn copy(
         })
         .map_err(|e| Box::new(build_error(&producer_role, e)))?;
 
-    let syncs_completed = Arc::new(Mutex::new(0u64));
-    let syncs_end = Arc::new(std::sync::atomic::AtomicI64::new(-1));
-    let sync_producer: Option<(BaseProducer<SyncContext>, &str)> = match &spec.offset_syncs {
-        Some((props, topic)) => {
-            let role = format!("{task}|offset-syncs-producer");
-            let p = client_config(
-                &role,
-                &with_defaults(props.clone(), &[("acks", "all"), ("linger.ms", "0")]),
-            )
-            .map_err(Box::new)?
-            .create_with_context(SyncContext {
-                completed: syncs_completed.clone(),
-                end: syncs_end.clone(),
-            })
-            .map_err(|e| Box::new(build_error(&role, e)))?;
-            Some((p, topic.as_str()))
-        }
-        None => None,
-    };
-    let mut sync_writer = OffsetSyncWriter::new(spec.offset_lag_max);
+    if let Some((props, topic)) = &spec.offset_syncs {
+        let role = format!("{task}|offset-syncs-producer");
+        *syncs = Some(
+            OffsetSyncSender::new(&role, props, topic, spec.offset_lag_max).map_err(Box::new)?,
+        );
+    }
 
     // --- positioning and the log-start gap check ----------------------------------------
     let watermark_timeout = Duration::from_secs(10);
@@ -897,20 +857,10 @@ fn copy(
             }
         }
 
-        feed_syncs(&tracker, &runs, &mut sync_writer);
+        feed_syncs(&tracker, &runs, syncs.as_mut());
         if let Some(failure) = first_failure(task, &tracker, &runs) {
             result = Err(failure);
             break;
-        }
-        if let Some((p, topic)) = &sync_producer {
-            send_syncs(
-                p,
-                topic,
-                sync_writer.take_pending(),
-                &mut outcome.offset_syncs_sent,
-            );
-            p.poll(Duration::ZERO);
-            drain_sync_completions(&syncs_completed, &mut sync_writer);
         }
 
         if last_commit.elapsed() >= spec.flush_interval {
@@ -926,7 +876,7 @@ fn copy(
                 &tracker,
                 &runs,
                 &mut committed,
-                &mut sync_writer,
+                syncs.as_mut(),
                 true,
             )?;
             outcome.commits += 1;
@@ -962,7 +912,7 @@ fn copy(
         producer.purge(rdkafka::producer::PurgeConfig::default().queue());
         producer.poll(Duration::from_millis(100));
     }
-    feed_syncs(&tracker, &runs, &mut sync_writer);
+    feed_syncs(&tracker, &runs, syncs.as_mut());
     if result.is_ok() {
         if let Some(failure) = first_failure(task, &tracker, &runs) {
             result = Err(failure);
@@ -974,15 +924,10 @@ fn copy(
             task: task.to_string(),
         });
     }
-    if let Some((p, topic)) = &sync_producer {
-        // Syncs already due go out before the commit's promotion can replace them: MM2 fires
-        // them as records are acknowledged, before its next commit.
-        send_syncs(
-            p,
-            topic,
-            sync_writer.take_all_pending(),
-            &mut outcome.offset_syncs_sent,
-        );
+    if let Some(s) = syncs.as_mut() {
+        // Syncs held back by the in-flight bound go out before the commit's promotion can
+        // replace them: MM2 would have fired them before its next commit.
+        s.send_all_pending();
     }
     commit(
         task,
@@ -990,24 +935,13 @@ fn copy(
         &tracker,
         &runs,
         &mut committed,
-        &mut sync_writer,
+        syncs.as_mut(),
         spec.sync_every_commit || last_commit.elapsed() >= spec.flush_interval,
     )?;
     outcome.commits += 1;
-    if let Some((p, topic)) = &sync_producer {
+    if let Some(s) = syncs.as_mut() {
         // Offset syncs of the final commit are part of the slice: flush them before exiting.
-        send_syncs(
-            p,
-            topic,
-            sync_writer.take_all_pending(),
-            &mut outcome.offset_syncs_sent,
-        );
-        let budget = spec
-            .flush_deadline
-            .saturating_duration_since(Instant::now());
-        if let Err(e) = p.flush(budget) {
-            tracing::warn!(task, error = %e, "offset syncs not all flushed");
-        }
+        s.finish(spec.flush_deadline);
     }
 
     // Figures count only what was acknowledged and committed. A partition is caught up when
@@ -1046,8 +980,6 @@ fn copy(
     }
     drop(acks);
     outcome.partitions = runs.iter().map(|r| r.report.clone()).collect();
-    let end = syncs_end.load(std::sync::atomic::Ordering::SeqCst);
-    outcome.offset_syncs_end = (end >= 0).then_some(end);
     result
 }
 
@@ -1252,17 +1184,21 @@ fn reposition(
     Ok(())
 }
 
-/// Move acknowledged records into the offset-sync rules, in acknowledgement order.
+/// Hand acknowledged records to the offset-sync sender one by one, in acknowledgement order,
+/// as MM2's `commitRecord` does (a sync due is sent at once, within the in-flight bound); then
+/// fire syncs an earlier turn held back.
 fn feed_syncs(
     tracker: &Arc<Mutex<AckTracker>>,
     runs: &[PartitionRun],
-    writer: &mut OffsetSyncWriter,
+    syncs: Option<&mut OffsetSyncSender>,
 ) {
     let acked = std::mem::take(&mut tracker.lock().expect("ack tracker poisoned").acknowledged);
+    let Some(syncs) = syncs else { return };
     for (idx, up, down) in acked {
         let tp = &runs[idx].tp;
-        writer.record_written(&tp.0, tp.1, up, down);
+        syncs.record_acknowledged(&tp.0, tp.1, up, down);
     }
+    syncs.fire();
 }
 
 fn first_failure(
@@ -1290,7 +1226,7 @@ fn commit(
     tracker: &Arc<Mutex<AckTracker>>,
     runs: &[PartitionRun],
     committed: &mut BTreeMap<TopicPartition, i64>,
-    writer: &mut OffsetSyncWriter,
+    syncs: Option<&mut OffsetSyncSender>,
     promote: bool,
 ) -> Result<(), TaskError> {
     let offsets: BTreeMap<TopicPartition, i64> = {
@@ -1310,56 +1246,10 @@ fn commit(
         committed.extend(offsets);
     }
     // §7.4: after each successful offset commit, the latest pair of every partition is due.
-    if promote {
-        writer.promote_delayed();
+    if let Some(s) = syncs {
+        s.committed(promote);
     }
     Ok(())
-}
-
-fn send_syncs(
-    producer: &BaseProducer<SyncContext>,
-    topic: &str,
-    syncs: Vec<OffsetSync>,
-    sent: &mut u64,
-) {
-    for sync in syncs {
-        let key = match sync.encode_key() {
-            Ok(k) => k,
-            Err(e) => {
-                tracing::warn!(error = %e, "offset sync not encodable");
-                continue;
-            }
-        };
-        let value = sync.encode_value();
-        let mut record: BaseRecord<'_, [u8], [u8], ()> = BaseRecord::to(topic)
-            .partition(0)
-            .key(key.as_slice())
-            .payload(value.as_slice());
-        loop {
-            match producer.send(record) {
-                Ok(()) => {
-                    *sent += 1;
-                    break;
-                }
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                    record = back;
-                    producer.poll(Duration::from_millis(5));
-                }
-                Err((e, _)) => {
-                    tracing::warn!(error = %e, "offset sync not sent");
-                    break;
-                }
-            }
-        }
-    }
-}
-
-fn drain_sync_completions(completed: &Arc<Mutex<u64>>, writer: &mut OffsetSyncWriter) {
-    let mut n = completed.lock().expect("sync counter poisoned");
-    for _ in 0..*n {
-        writer.send_completed();
-    }
-    *n = 0;
 }
 
 /// Partition reports of a task that stops early (its lease is lost): what reached the target

@@ -1,0 +1,216 @@
+//! Sends offset syncs as records are acknowledged, at MM2's cadence (mm2-compat §7.3–§7.5;
+//! `docs/offset-syncs.md` explains the rules and why the cadence matters to translation).
+//!
+//! MM2's task calls `maybeQueueOffsetSyncs` and then `firePendingOffsetSyncs` for **every**
+//! acknowledged record (`commitRecord`), so a sync that falls due is sent at once unless
+//! [`MAX_OUTSTANDING_OFFSET_SYNCS`](super::offset_sync_writer::MAX_OUTSTANDING_OFFSET_SYNCS)
+//! sends are already in flight; only then is it kept as pending, where a later sync of the same
+//! partition replaces it. Firing only once per batch of acknowledgements instead would replace
+//! the early syncs of a long backlog before they were ever sent, and the checkpoint task could
+//! then translate no consumer group that lags behind the newest sync (issue #16).
+//!
+//! A sync is only ever built from a record the target acknowledged, so it never describes a
+//! record that is not there. Sends are at-least-once and their failures only logged, as in MM2:
+//! a missing sync makes translation fall back to an older one, which re-delivers records but
+//! never skips any.
+
+use super::offset_sync_writer::OffsetSyncWriter;
+use crate::config::Props;
+use crate::kafka::{build_error, client_config, ClientError, MirrorContext};
+use crate::wire::offset_sync::OffsetSync;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
+use rdkafka::{ClientContext, Message};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The task's offset-sync producer and the §7.5 bookkeeping that decides what it sends.
+pub struct OffsetSyncSender {
+    producer: BaseProducer<SyncContext>,
+    topic: String,
+    writer: OffsetSyncWriter,
+    /// Deliveries reported by the producer and not yet credited to the writer's in-flight count.
+    completed: Arc<AtomicUsize>,
+    /// Offset after the last delivered sync (partition 0), -1 before any.
+    end: Arc<AtomicI64>,
+    sent: u64,
+}
+
+impl OffsetSyncSender {
+    /// A producer for `topic` with `props` (Java names; `acks=all` and `linger.ms=0` unless
+    /// set: a sync is one small record that should leave at once).
+    pub fn new(
+        role: &str,
+        props: &Props,
+        topic: &str,
+        offset_lag_max: i64,
+    ) -> Result<Self, ClientError> {
+        let mut props = props.clone();
+        for (k, v) in [("acks", "all"), ("linger.ms", "0")] {
+            props.entry(k.to_string()).or_insert_with(|| v.to_string());
+        }
+        let completed = Arc::new(AtomicUsize::new(0));
+        let end = Arc::new(AtomicI64::new(-1));
+        let producer = client_config(role, &props)?
+            .create_with_context(SyncContext {
+                completed: completed.clone(),
+                end: end.clone(),
+            })
+            .map_err(|e| build_error(role, e))?;
+        Ok(OffsetSyncSender {
+            producer,
+            topic: topic.to_string(),
+            writer: OffsetSyncWriter::new(offset_lag_max),
+            completed,
+            end,
+            sent: 0,
+        })
+    }
+
+    /// The target acknowledged `upstream` at `downstream` (MM2's `commitRecord`): apply the
+    /// §7.5 rules, and send what fell due now if fewer than the bound are in flight.
+    pub fn record_acknowledged(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        upstream: i64,
+        downstream: i64,
+    ) {
+        if self
+            .writer
+            .record_written(topic, partition, upstream, downstream)
+        {
+            self.fire();
+        }
+    }
+
+    /// Send pending syncs while fewer than the bound are in flight (`firePendingOffsetSyncs`).
+    /// Cheap when nothing is pending, so the copy loop calls it every turn: syncs held back by
+    /// the bound leave as soon as earlier sends complete.
+    pub fn fire(&mut self) {
+        if self.writer.pending().is_empty() {
+            return;
+        }
+        self.credit_completions();
+        let due = self.writer.take_pending();
+        self.send(due);
+    }
+
+    /// After a successful offset commit (MM2's `commit()`): with `promote`, the latest pair of
+    /// every partition becomes due (KAFKA-15906); then fire.
+    pub fn committed(&mut self, promote: bool) {
+        if promote {
+            self.writer.promote_delayed();
+        }
+        self.fire();
+    }
+
+    /// End of the slice: send every pending sync whatever the bound (the slice waits for all of
+    /// them anyway) and wait for their delivery until `deadline`.
+    pub fn finish(&mut self, deadline: Instant) {
+        let all = self.writer.take_all_pending();
+        self.send(all);
+        let budget = deadline.saturating_duration_since(Instant::now());
+        if let Err(e) = self.producer.flush(budget) {
+            tracing::warn!(error = %e, "offset syncs not all flushed");
+        }
+        self.credit_completions();
+    }
+
+    /// Send every pending sync now, whatever the bound: before the final commit, so the syncs
+    /// already due are not replaced by the commit's promotion (MM2 would have fired them as
+    /// their records were acknowledged).
+    pub fn send_all_pending(&mut self) {
+        let all = self.writer.take_all_pending();
+        self.send(all);
+    }
+
+    /// Syncs handed to the producer so far.
+    pub fn sent(&self) -> u64 {
+        self.sent
+    }
+
+    /// Offset after the last delivered sync on partition 0: what a later read must reach.
+    pub fn end_offset(&self) -> Option<i64> {
+        let end = self.end.load(Ordering::SeqCst);
+        (end >= 0).then_some(end)
+    }
+
+    /// Serve the producer's delivery reports and credit them to the in-flight bound.
+    fn credit_completions(&mut self) {
+        self.producer.poll(Duration::ZERO);
+        for _ in 0..self.completed.swap(0, Ordering::SeqCst) {
+            self.writer.send_completed();
+        }
+    }
+
+    fn send(&mut self, syncs: Vec<OffsetSync>) {
+        for sync in syncs {
+            if send_one(&self.producer, &self.topic, &sync) {
+                self.sent += 1;
+            } else {
+                // Never handed to the producer: no delivery report will free its place.
+                self.writer.send_completed();
+            }
+        }
+    }
+}
+
+/// Produce one sync to partition 0; false if it could not be handed to the producer.
+fn send_one(producer: &BaseProducer<SyncContext>, topic: &str, sync: &OffsetSync) -> bool {
+    let key = match sync.encode_key() {
+        Ok(k) => k,
+        Err(e) => {
+            tracing::warn!(error = %e, "offset sync not encodable");
+            return false;
+        }
+    };
+    let value = sync.encode_value();
+    let mut record: BaseRecord<'_, [u8], [u8], ()> = BaseRecord::to(topic)
+        .partition(0)
+        .key(key.as_slice())
+        .payload(value.as_slice());
+    loop {
+        match producer.send(record) {
+            Ok(()) => return true,
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                record = back;
+                producer.poll(Duration::from_millis(5));
+            }
+            Err((e, _)) => {
+                tracing::warn!(error = %e, "offset sync not sent");
+                return false;
+            }
+        }
+    }
+}
+
+struct SyncContext {
+    completed: Arc<AtomicUsize>,
+    end: Arc<AtomicI64>,
+}
+
+impl ClientContext for SyncContext {
+    fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
+        MirrorContext.log(level, fac, message)
+    }
+    fn error(&self, error: KafkaError, reason: &str) {
+        MirrorContext.error(error, reason)
+    }
+}
+
+impl ProducerContext for SyncContext {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        match result {
+            Ok(m) => {
+                self.end.fetch_max(m.offset() + 1, Ordering::SeqCst);
+            }
+            // MM2 only logs failed offset syncs (§7.5): translation then errs toward re-delivery.
+            Err((e, _)) => tracing::warn!(error = %e, "offset sync not delivered"),
+        }
+        self.completed.fetch_add(1, Ordering::SeqCst);
+    }
+}
