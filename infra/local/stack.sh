@@ -188,9 +188,9 @@ start() {
             ;;
         dynamodb)
             ensure_moto
-            # `python3 -m moto.server` rather than the moto_server script: the script may not be
-            # on PATH after a --user install, and version-manager shims may wrap it.
-            spawn "$name" python3 -m moto.server -H "$HOST" -p "$port"
+            # Our launcher, not `python3 -m moto.server`: it serves one request at a time, so
+            # conditional writes are atomic as in DynamoDB (see moto_server.py).
+            spawn "$name" python3 "$SCRIPT_DIR/moto_server.py" -H "$HOST" -p "$port"
             ;;
     esac
     if ! wait_ready "$name"; then
