@@ -225,59 +225,91 @@ fn flow_config(source: &str, target: &str, a: &str, b: &str, extra: &str) -> Str
     )
 }
 
-/// One `mirrorslice run` slice of `flow`; its JSON report. Panics if the run fails.
-fn run_slice(bin: &Path, config: &Path, flow: &str, state: &Path) -> serde_json::Value {
-    let out = Command::new(bin)
-        .arg("run")
-        .arg(config)
-        .args(["--flow", flow, "--max-duration", "10m", "--json"])
-        .env("MIRRORSLICE_STATE_DIR", state)
-        .env(
-            "MIRRORSLICE_LOG",
-            std::env::var("MIRRORSLICE_LOG").unwrap_or_else(|_| "warn".into()),
-        )
-        .output()
-        .unwrap();
-    if std::env::var_os("MIRRORSLICE_LOG").is_some() {
-        eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+/// A fresh flow `source->target` measured on its own: its topic `<label>-<source>` (created
+/// with `partitions` on A), config file and state directory.
+struct TestFlow {
+    source: String,
+    target: String,
+    topic: String,
+    remote: String,
+    config: PathBuf,
+    state: tempfile::TempDir,
+    _dir: tempfile::TempDir,
+}
+
+impl TestFlow {
+    /// `extra(source, target)` is appended to the flow's mm2.properties.
+    async fn create(
+        label: &str,
+        a: &str,
+        b: &str,
+        partitions: i32,
+        extra: impl FnOnce(&str, &str) -> String,
+    ) -> TestFlow {
+        let source = unique(&format!("{}src", &label[..1]));
+        let target = unique(&format!("{}dst", &label[..1]));
+        let topic = format!("{label}-{source}");
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("mm2.properties");
+        let body = flow_config(&source, &target, a, b, &extra(&source, &target));
+        std::fs::write(&config, body).unwrap();
+        let admin: AdminClient<DefaultClientContext> = client(a).create().unwrap();
+        let new_topic = NewTopic::new(&topic, partitions, TopicReplication::Fixed(1));
+        for r in admin
+            .create_topics([&new_topic], &AdminOptions::new())
+            .await
+            .unwrap()
+        {
+            r.unwrap_or_else(|(t, e)| panic!("create {t}: {e}"));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        TestFlow {
+            remote: format!("{source}.{topic}"),
+            source,
+            target,
+            topic,
+            config,
+            state: tempfile::tempdir().unwrap(),
+            _dir: dir,
+        }
     }
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+
+    /// One `mirrorslice run` slice; its JSON report. Panics if the run fails.
+    fn run_slice(&self, bin: &Path) -> serde_json::Value {
+        let flow = format!("{}->{}", self.source, self.target);
+        let out = Command::new(bin)
+            .arg("run")
+            .arg(&self.config)
+            .args(["--flow", &flow, "--max-duration", "10m", "--json"])
+            .env("MIRRORSLICE_STATE_DIR", self.state.path())
+            .env(
+                "MIRRORSLICE_LOG",
+                std::env::var("MIRRORSLICE_LOG").unwrap_or_else(|_| "warn".into()),
+            )
+            .output()
+            .unwrap();
+        if std::env::var_os("MIRRORSLICE_LOG").is_some() {
+            eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+        }
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
 }
 
 async fn measure(a: &str, b: &str, every_commit: bool, bin: &Path) -> Stats {
-    let source = unique("msrc");
-    let target = unique("mdst");
-    let topic = format!("meas-{source}");
-    let remote = format!("{source}.{topic}");
-    let dir = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let config = dir.path().join("mm2.properties");
-    let extra_cfg = std::env::var("MEASURE_EXTRA_CONFIG")
-        .unwrap_or_default()
-        .replace("{target}", &target);
-    let flow_extra = format!(
-        "{source}->{target}.mirrorslice.offset.syncs.every.commit = {every_commit}\n{extra_cfg}"
-    );
-    std::fs::write(&config, flow_config(&source, &target, a, b, &flow_extra)).unwrap();
-    let admin: AdminClient<DefaultClientContext> = client(a).create().unwrap();
-    admin
-        .create_topics(
-            [&NewTopic::new(
-                &topic,
-                PARTITIONS,
-                TopicReplication::Fixed(1),
-            )],
-            &AdminOptions::new(),
+    let extra_cfg = std::env::var("MEASURE_EXTRA_CONFIG").unwrap_or_default();
+    let flow = TestFlow::create("meas", a, b, PARTITIONS, |source, target| {
+        format!(
+            "{source}->{target}.mirrorslice.offset.syncs.every.commit = {every_commit}\n{}",
+            extra_cfg.replace("{target}", target)
         )
-        .await
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
-
+    })
+    .await;
+    let (source, topic, remote) = (&flow.source, &flow.topic, &flow.remote);
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut ends = vec![0i64; PARTITIONS as usize];
     let mut commits: Vec<Vec<i64>> = vec![vec![0; PARTITIONS as usize]; GROUPS];
@@ -287,7 +319,7 @@ async fn measure(a: &str, b: &str, every_commit: bool, bin: &Path) -> Stats {
         let counts: Vec<u64> = (0..PARTITIONS)
             .map(|_| rng.below(MAX_RECORDS_PER_SLICE + 1))
             .collect();
-        produce(a, &topic, &counts).await;
+        produce(a, topic, &counts).await;
         for (e, c) in ends.iter_mut().zip(&counts) {
             *e += *c as i64;
         }
@@ -300,9 +332,9 @@ async fn measure(a: &str, b: &str, every_commit: bool, bin: &Path) -> Stats {
                     prev + rng.below((ends[p] - prev) as u64 + 1) as i64
                 };
             }
-            commit(a, group, &topic, &commits[g]).await;
+            commit(a, group, topic, &commits[g]).await;
         }
-        let report = run_slice(bin, &config, &format!("{source}->{target}"), state.path());
+        let report = flow.run_slice(bin);
         let slice_report = &report["slices"][0];
         stats
             .slice_ms
@@ -314,7 +346,7 @@ async fn measure(a: &str, b: &str, every_commit: bool, bin: &Path) -> Stats {
         );
 
         // The exact downstream offset of upstream n is n: the remote copy is in order.
-        let remote_ends = read_ends(b, &remote, PARTITIONS);
+        let remote_ends = read_ends(b, remote, PARTITIONS);
         assert_eq!(
             remote_ends, ends,
             "slice {slice}: remote = source, no duplicates"
@@ -332,7 +364,7 @@ async fn measure(a: &str, b: &str, every_commit: bool, bin: &Path) -> Stats {
                 // partition (`remoteConsumerOffsets`), even when the monotonic filter kept an
                 // older one because the new commit translated no further.
                 match latest.get(&(group.clone(), p)) {
-                    Some(cp) if cp.topic == remote => {
+                    Some(cp) if cp.topic == *remote => {
                         if cp.upstream_offset != committed {
                             stats.stale += 1;
                         }
@@ -382,29 +414,18 @@ fn produce_backlog(bootstrap: &str, topic: &str, partitions: i32, records: u64) 
 }
 
 /// A long backlog copied in one slice (issue #16): `records` over `partitions`, `groups`
-/// groups committed on every partition at a lag behind the log end drawn log-uniformly from
-/// 0 to the whole partition, so every scale of lag is sampled. Prints the offset syncs written
-/// and, per lag bucket, how far each group's checkpoint lands behind its exact offset.
+/// groups committed on every partition at a distance drawn log-uniformly from 0 to the whole
+/// partition, behind the log end for half of them and past the log start for the others, so
+/// every scale of lag is sampled. Prints the offset syncs written and, per lag bucket, how far
+/// each group's checkpoint lands behind its exact offset.
 async fn backlog(a: &str, b: &str, bin: &Path, args: &Args) {
     let (partitions, records) = (args.partitions, args.records);
-    let source = unique("bsrc");
-    let target = unique("bdst");
-    let topic = format!("backlog-{source}");
-    let remote = format!("{source}.{topic}");
-    let dir = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let config = dir.path().join("mm2.properties");
     let extra = format!("offset.lag.max = {}", args.lag_max);
-    std::fs::write(&config, flow_config(&source, &target, a, b, &extra)).unwrap();
-    let admin: AdminClient<DefaultClientContext> = client(a).create().unwrap();
-    let new_topic = NewTopic::new(&topic, partitions, TopicReplication::Fixed(1));
-    admin
-        .create_topics([&new_topic], &AdminOptions::new())
-        .await
-        .unwrap();
+    let flow = TestFlow::create("backlog", a, b, partitions, |_, _| extra).await;
+    let (source, target, topic, remote) = (&flow.source, &flow.target, &flow.topic, &flow.remote);
     let t = Instant::now();
-    produce_backlog(a, &topic, partitions, records);
-    let ends = read_ends(a, &topic, partitions);
+    produce_backlog(a, topic, partitions, records);
+    let ends = read_ends(a, topic, partitions);
     println!(
         "  produced {records} records in {:.1} s",
         t.elapsed().as_secs_f64()
@@ -417,18 +438,25 @@ async fn backlog(a: &str, b: &str, bin: &Path, args: &Args) {
         let offsets: Vec<i64> = ends
             .iter()
             .map(|&end| {
+                // Log-uniform: as many groups 10-100 records away as 10k-100k away. Half are
+                // that far behind the end (live consumers), half that far past the log start
+                // (stalled or abandoned ones: the groups that need the early syncs).
                 let u = rng.below(1_000_001) as f64 / 1e6;
-                let lag = ((end as f64 + 1.0).powf(u) - 1.0).floor() as i64;
-                end - lag.clamp(0, end)
+                let distance = ((end as f64 + 1.0).powf(u) - 1.0).floor() as i64;
+                let distance = distance.clamp(0, end);
+                if g % 2 == 0 {
+                    end - distance
+                } else {
+                    distance
+                }
             })
             .collect();
-        commit(a, &group, &topic, &offsets).await;
+        commit(a, &group, topic, &offsets).await;
         commits.push((group, offsets));
     }
 
-    let flow = format!("{source}->{target}");
     let t = Instant::now();
-    let report = run_slice(bin, &config, &flow, state.path());
+    let report = flow.run_slice(bin);
     let slice = &report["slices"][0];
     assert_eq!(
         slice["caught_up"], true,
@@ -439,13 +467,20 @@ async fn backlog(a: &str, b: &str, bin: &Path, args: &Args) {
         t.elapsed().as_secs_f64(),
         slice["checkpoints"]["duration_ms"]
     );
-    assert_eq!(read_ends(b, &remote, partitions), ends, "remote = source");
+    let checkpoints = &slice["checkpoints"];
+    assert_eq!(checkpoints["status"], "ran", "{checkpoints:#}");
+    assert_eq!(
+        checkpoints["errors"],
+        serde_json::json!([]),
+        "{checkpoints:#}"
+    );
+    assert_eq!(read_ends(b, remote, partitions), ends, "remote = source");
 
     let syncs_topic = format!("mm2-offset-syncs.{target}.internal");
     let mut syncs = 0u64;
     read_each(a, &syncs_topic, 1, |m| {
         if let (Some(k), Some(v)) = (m.key(), m.payload()) {
-            if OffsetSync::decode(k, v).is_ok_and(|s| s.topic == topic) {
+            if OffsetSync::decode(k, v).is_ok_and(|s| s.topic == *topic) {
                 syncs += 1;
             }
         }
@@ -462,7 +497,7 @@ async fn backlog(a: &str, b: &str, bin: &Path, args: &Args) {
         let cp = Checkpoint::decode(&k.unwrap(), &v.unwrap()).unwrap();
         latest.insert((cp.consumer_group_id.clone(), cp.partition), cp);
     }
-    report_backlog_errors(&commits, &ends, &latest, &remote);
+    report_backlog_errors(&commits, &ends, &latest, remote);
 }
 
 /// Per bucket of a group's lag behind the log end: how far its checkpoint lands behind the

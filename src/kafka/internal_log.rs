@@ -181,12 +181,6 @@ fn consumer_config(consumer: &Props, topic: &str) -> Result<ClientConfig, Client
         .set("enable.auto.offset.store", "false")
         .set("auto.offset.reset", "earliest")
         .set("allow.auto.create.topics", "false");
-    // Every read ends with an empty fetch at the log end, which the broker holds for up to
-    // fetch.wait.max.ms (500 ms by default) before answering; a slice waits on that at start.
-    // A read stops at its end, so nothing is gained by holding the fetch at all.
-    if !consumer.contains_key("fetch.max.wait.ms") {
-        config.set("fetch.wait.max.ms", "1");
-    }
     if !consumer.contains_key("group.id") {
         config.set("group.id", throwaway_group());
     }
@@ -296,14 +290,65 @@ where
         return Ok(BTreeMap::new());
     }
     let consumer_role = role(topic, "consumer");
-    // A BaseConsumer (not a StreamConsumer) so it can be closed quickly at the end: see
-    // `close_consumer`.
-    let c: BaseConsumer<MirrorContext> = consumer_config(consumer, topic)?
-        .create_with_context(MirrorContext)
-        .map_err(|e| build_error(&consumer_role, e))?;
-    let result = read_assigned(&c, topic, starts, min_ends, timeout, &mut on_record).await;
-    close_consumer(&c, Duration::from_secs(1));
-    result
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut starts = starts.clone();
+    let mut fetch_wait = (!consumer.contains_key("fetch.max.wait.ms")).then_some(SHORT_FETCH_WAIT);
+    loop {
+        // A BaseConsumer (not a StreamConsumer) so it can be closed quickly at the end: see
+        // `close_consumer`.
+        let mut config = consumer_config(consumer, topic)?;
+        if let Some(wait) = fetch_wait {
+            config.set("fetch.wait.max.ms", wait.as_millis().to_string());
+        }
+        let c: BaseConsumer<MirrorContext> = config
+            .create_with_context(MirrorContext)
+            .map_err(|e| build_error(&consumer_role, e))?;
+        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let stall_after = (fetch_wait == Some(SHORT_FETCH_WAIT)).then_some(STALLED_AFTER);
+        let result = read_assigned(
+            &c,
+            topic,
+            &starts,
+            min_ends,
+            remaining,
+            stall_after,
+            &mut on_record,
+        )
+        .await;
+        close_consumer(&c, Duration::from_secs(1));
+        match result? {
+            ReadEnd::Done(ends) => return Ok(ends),
+            ReadEnd::Stalled(positions) => {
+                tracing::debug!(
+                    topic,
+                    ?positions,
+                    "internal topic read: no answer to short fetches; reading on with longer ones"
+                );
+                starts.extend(positions);
+                fetch_wait = Some(FALLBACK_FETCH_WAIT);
+            }
+        }
+    }
+}
+
+/// Internal reads hold (almost) no fetch at the log end: a read stops there, and a broker holds
+/// an empty fetch for up to `fetch.wait.max.ms` (500 ms by default) before answering it. Not
+/// 1 ms: tansu 0.6 gathers batches for a fetch only until `fetch.wait.max.ms` has passed, so
+/// at 1 ms it serves one batch per fetch (2,958 one-record batches took 15 s to read, 39 ms at
+/// 5 ms) and, once a partition holds a few thousand batches, none at all.
+const SHORT_FETCH_WAIT: Duration = Duration::from_millis(5);
+/// A read that gets no event at all for [`STALLED_AFTER`] while short of its end (a broker that
+/// answers every fetch empty, as above) reads on from where it stands with
+/// [`FALLBACK_FETCH_WAIT`].
+const STALLED_AFTER: Duration = Duration::from_secs(1);
+const FALLBACK_FETCH_WAIT: Duration = Duration::from_millis(100);
+
+/// How a [`read_assigned`] ended.
+enum ReadEnd {
+    /// Every partition reached its end: the offset after the last record of each.
+    Done(BTreeMap<i32, i64>),
+    /// No event for the stall bound: where each partition that received records stands.
+    Stalled(BTreeMap<i32, i64>),
 }
 
 /// How long a read at its end waits for records the broker listed but did not serve yet.
@@ -340,14 +385,17 @@ fn read_position(
 /// process knows were written; waited for up to [`MIN_END_WAIT`]), and, checked once, the
 /// listed end offsets (which may trail the log, never lead it; waited for up to
 /// [`LISTED_END_WAIT`], as records they count may never be served, e.g. a transaction marker).
+/// With `stall_after`, a read that gets no event at all for that long while a partition is
+/// short of its end gives up early with [`ReadEnd::Stalled`].
 async fn read_assigned<F>(
     c: &BaseConsumer<MirrorContext>,
     topic: &str,
     starts: &BTreeMap<i32, i64>,
     min_ends: &BTreeMap<i32, i64>,
     timeout: Duration,
+    stall_after: Option<Duration>,
     on_record: &mut F,
-) -> Result<BTreeMap<i32, i64>, LogError>
+) -> Result<ReadEnd, LogError>
 where
     F: FnMut(RecordRef<'_>),
 {
@@ -388,6 +436,7 @@ where
     let mut waiting_since: Option<tokio::time::Instant> = None;
     let mut last_error: Option<String> = None;
     let deadline = tokio::time::Instant::now() + timeout;
+    let mut last_event = tokio::time::Instant::now();
 
     loop {
         // Non-blocking poll; when nothing is queued, yield briefly. Reads are short (they end at
@@ -440,6 +489,14 @@ where
                     break;
                 }
             }
+            if stall_after.is_some_and(|s| last_event.elapsed() >= s) && at_eof.len() < starts.len()
+            {
+                let reached = next
+                    .iter()
+                    .filter_map(|(&p, n)| n.map(|n| (p, n)))
+                    .collect();
+                return Ok(ReadEnd::Stalled(reached));
+            }
             if tokio::time::Instant::now() >= deadline {
                 let unfinished = starts
                     .keys()
@@ -460,6 +517,7 @@ where
             tokio::time::sleep(Duration::from_millis(1)).await;
             continue;
         };
+        last_event = tokio::time::Instant::now();
         match event {
             Ok(m) => {
                 let p = m.partition();
@@ -501,15 +559,16 @@ where
     }
 
     let positions = c.position().ok();
-    Ok(next
-        .keys()
-        .map(|&p| {
-            (
-                p,
-                read_position(next[&p], starts[&p], positions.as_ref(), topic, p),
-            )
-        })
-        .collect())
+    Ok(ReadEnd::Done(
+        next.keys()
+            .map(|&p| {
+                (
+                    p,
+                    read_position(next[&p], starts[&p], positions.as_ref(), topic, p),
+                )
+            })
+            .collect(),
+    ))
 }
 
 /// Appends records and waits until every one is delivered; returns each record's
