@@ -477,20 +477,19 @@ async fn backlog(a: &str, b: &str, bin: &Path, args: &Args) {
     assert_eq!(read_ends(b, remote, partitions), ends, "remote = source");
 
     let syncs_topic = format!("mm2-offset-syncs.{target}.internal");
-    let mut syncs = 0u64;
+    let mut synced: BTreeMap<i32, Vec<i64>> = BTreeMap::new();
     read_each(a, &syncs_topic, 1, |m| {
         if let (Some(k), Some(v)) = (m.key(), m.payload()) {
-            if OffsetSync::decode(k, v).is_ok_and(|s| s.topic == *topic) {
-                syncs += 1;
+            match OffsetSync::decode(k, v) {
+                Ok(s) if s.topic == *topic => synced
+                    .entry(s.partition)
+                    .or_default()
+                    .push(s.upstream_offset),
+                _ => {}
             }
         }
     });
-    let ideal = records / (args.lag_max as u64 + 1);
-    println!(
-        "  offset syncs written: {syncs} ({:.0} per 1M records; one per offset.lag.max+1 records \
-         would be {ideal})",
-        syncs as f64 * 1e6 / records as f64
-    );
+    report_sync_spacing(&synced, records, args.lag_max);
 
     let mut latest: BTreeMap<(String, i32), Checkpoint> = BTreeMap::new();
     for (_, _, k, v) in read_all(b, &format!("{source}.checkpoints.internal"), 1) {
@@ -498,6 +497,30 @@ async fn backlog(a: &str, b: &str, bin: &Path, args: &Args) {
         latest.insert((cp.consumer_group_id.clone(), cp.partition), cp);
     }
     report_backlog_errors(&commits, &ends, &latest, remote);
+}
+
+/// How many offset syncs were written and how far apart (upstream offsets) they are.
+fn report_sync_spacing(synced: &BTreeMap<i32, Vec<i64>>, records: u64, lag_max: i64) {
+    let count: usize = synced.values().map(Vec::len).sum();
+    let ideal = records / (lag_max as u64 + 1);
+    println!(
+        "  offset syncs written: {count} ({:.0} per 1M records; one per offset.lag.max+1 \
+         records would be {ideal})",
+        count as f64 * 1e6 / records as f64
+    );
+    let mut gaps: Vec<i64> = synced
+        .values()
+        .flat_map(|ups| ups.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>())
+        .collect();
+    gaps.sort_unstable();
+    if let (Some(max), false) = (gaps.last(), gaps.is_empty()) {
+        println!(
+            "  upstream distance between consecutive syncs of a partition: median {}, p90 {}, \
+             max {max}",
+            gaps[gaps.len() / 2],
+            gaps[gaps.len() * 9 / 10]
+        );
+    }
 }
 
 /// Per bucket of a group's lag behind the log end: how far its checkpoint lands behind the

@@ -97,6 +97,17 @@ impl OffsetSyncSender {
         self.send(due);
     }
 
+    /// While a due sync waits for room in flight, serve delivery reports and fire, until it
+    /// is sent or `deadline` passes. For the end of a slice: the copy loop is over, so waiting
+    /// costs no throughput, and the last records copied get syncs at MM2's full cadence
+    /// instead of one per partition for the whole final burst of acknowledgements.
+    pub fn wait_for_room(&mut self, deadline: Instant) {
+        while !self.writer.pending().is_empty() && Instant::now() < deadline {
+            self.producer.poll(Duration::from_millis(1));
+            self.fire();
+        }
+    }
+
     /// After a successful offset commit (MM2's `commit()`): with `promote`, the latest pair of
     /// every partition becomes due (KAFKA-15906); then fire.
     pub fn committed(&mut self, promote: bool) {

@@ -29,6 +29,8 @@ pub struct PartitionState {
     last_sync_downstream: i64,
     should_sync: bool,
     max_offset_lag: i64,
+    /// A sync of this partition was taken for sending (see `queue_pending`).
+    sent_any: bool,
 }
 
 impl PartitionState {
@@ -39,6 +41,7 @@ impl PartitionState {
             last_sync_downstream: -1,
             should_sync: false,
             max_offset_lag,
+            sent_any: false,
         }
     }
 
@@ -131,14 +134,26 @@ impl OffsetSyncWriter {
     fn queue_pending(&mut self, sync: OffsetSync) {
         // A map keyed by partition in MM2 (LinkedHashMap): the latest sync replaces an earlier
         // one in place, keeping the partition's original position in the send order.
-        if let Some(existing) = self
+        //
+        // One deliberate difference: a partition's first sync is never replaced while it waits
+        // for room in flight; the latest queues behind it instead (so at most two per
+        // partition). The first sync is the oldest translation point a checkpoint store keeps:
+        // replaced, every group behind the partition's next sync gets no checkpoint at all. A
+        // slice hands over acknowledgements in bursts, so with many partitions this is common.
+        let keep_first = self
+            .states
+            .get(&(sync.topic.clone(), sync.partition))
+            .is_some_and(|s| !s.sent_any);
+        let mut same = self
             .pending
-            .iter_mut()
-            .find(|s| s.topic == sync.topic && s.partition == sync.partition)
-        {
-            *existing = sync;
-        } else {
-            self.pending.push(sync);
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.topic == sync.topic && s.partition == sync.partition)
+            .map(|(i, _)| i);
+        match (same.next(), same.next()) {
+            (None, _) => self.pending.push(sync),
+            (Some(_), None) if keep_first => self.pending.push(sync),
+            (Some(latest), None) | (Some(_), Some(latest)) => self.pending[latest] = sync,
         }
     }
 
@@ -155,15 +170,24 @@ impl OffsetSyncWriter {
     pub fn take_pending(&mut self) -> Vec<OffsetSync> {
         let room = self.max_in_flight.saturating_sub(self.in_flight);
         let n = room.min(self.pending.len());
-        self.in_flight += n;
-        self.pending.drain(..n).collect()
+        self.take(n)
     }
 
     /// Take every pending sync regardless of the in-flight bound: used at the end of a slice,
     /// when the task flushes its producer and waits for all of them anyway.
     pub fn take_all_pending(&mut self) -> Vec<OffsetSync> {
-        self.in_flight += self.pending.len();
-        std::mem::take(&mut self.pending)
+        self.take(self.pending.len())
+    }
+
+    fn take(&mut self, n: usize) -> Vec<OffsetSync> {
+        self.in_flight += n;
+        let taken: Vec<OffsetSync> = self.pending.drain(..n).collect();
+        for sync in &taken {
+            if let Some(state) = self.states.get_mut(&(sync.topic.clone(), sync.partition)) {
+                state.sent_any = true;
+            }
+        }
+        taken
     }
 
     /// A send finished (successfully or not: MM2 only logs failed syncs).
@@ -293,21 +317,28 @@ mod tests {
     #[test]
     fn latest_pending_per_partition_keeps_its_position() {
         let mut w = OffsetSyncWriter::new(0);
+        // Both partitions have sent a sync, so their pending ones may be replaced.
         w.record_written("a", 0, 0, 0);
         w.record_written("b", 0, 0, 0);
+        w.take_pending();
+        w.send_completed();
+        w.send_completed();
         w.record_written("a", 0, 1, 1);
+        w.record_written("b", 0, 1, 1);
+        w.record_written("a", 0, 2, 2);
         let order: Vec<(String, i64)> = w
             .pending()
             .iter()
             .map(|s| (s.topic.clone(), s.upstream_offset))
             .collect();
-        assert_eq!(order, vec![("a".into(), 1), ("b".into(), 0)]);
+        assert_eq!(order, vec![("a".into(), 2), ("b".into(), 1)]);
     }
 
     // Issue #16: records acknowledged in one burst, with the pending syncs taken after every
     // record as MM2's `commitRecord` does. 3 partitions x 300 records at offset.lag.max=100
     // make 3 syncs per partition, all within the bound of 10 in flight: every one is sent,
-    // none replaced. Taking pending only after the whole burst sent just the last per partition.
+    // none replaced. Taking pending only after the whole burst sends just the first and the last
+    // per partition.
     #[test]
     fn syncs_taken_per_record_are_sent_not_replaced() {
         let mut w = OffsetSyncWriter::new(100);
@@ -341,7 +372,11 @@ mod tests {
             .iter()
             .map(|s| s.upstream_offset)
             .collect();
-        assert_eq!(once, vec![202], "one take per burst keeps only the latest");
+        assert_eq!(
+            once,
+            vec![0, 202],
+            "one take per burst keeps only the first (never replaced) and the latest"
+        );
     }
 
     // With the bound reached, later syncs wait one per partition and leave as sends complete.
@@ -360,5 +395,42 @@ mod tests {
         assert_eq!(next.len(), 1);
         assert_eq!(next[0].upstream_offset, 4);
         assert!(w.take_pending().is_empty());
+    }
+
+    // A partition's first sync waiting for room is kept; later ones replace each other
+    // behind it. MM2 would replace it, and groups behind the next sync would get no checkpoint.
+    #[test]
+    fn a_partitions_first_sync_is_never_replaced_while_waiting() {
+        let mut w = OffsetSyncWriter::with_max_in_flight(0, 1);
+        w.record_written("busy", 0, 0, 0);
+        assert_eq!(w.take_pending().len(), 1, "the bound is now full");
+        for up in 0..4 {
+            w.record_written("t", 7, up, up);
+            w.record_written("busy", 0, up + 1, up + 1);
+        }
+        let waiting: Vec<(&str, i64)> = w
+            .pending()
+            .iter()
+            .map(|s| (s.topic.as_str(), s.upstream_offset))
+            .collect();
+        assert_eq!(waiting, vec![("t", 0), ("busy", 4), ("t", 3)]);
+        w.send_completed();
+        assert_eq!(
+            w.take_pending()[0].upstream_offset,
+            0,
+            "the first goes first"
+        );
+        // Once one was taken, the partition is back to one pending sync, the latest.
+        w.send_completed();
+        w.take_pending();
+        w.record_written("t", 7, 4, 4);
+        w.record_written("t", 7, 5, 5);
+        let t: Vec<i64> = w
+            .pending()
+            .iter()
+            .filter(|s| s.topic == "t")
+            .map(|s| s.upstream_offset)
+            .collect();
+        assert_eq!(t, vec![5]);
     }
 }

@@ -857,7 +857,7 @@ fn copy(
             }
         }
 
-        feed_syncs(&tracker, &runs, syncs.as_mut());
+        feed_syncs(&tracker, &runs, syncs.as_mut(), None);
         if let Some(failure) = first_failure(task, &tracker, &runs) {
             result = Err(failure);
             break;
@@ -912,7 +912,7 @@ fn copy(
         producer.purge(rdkafka::producer::PurgeConfig::default().queue());
         producer.poll(Duration::from_millis(100));
     }
-    feed_syncs(&tracker, &runs, syncs.as_mut());
+    feed_syncs(&tracker, &runs, syncs.as_mut(), Some(spec.flush_deadline));
     if result.is_ok() {
         if let Some(failure) = first_failure(task, &tracker, &runs) {
             result = Err(failure);
@@ -1184,19 +1184,37 @@ fn reposition(
     Ok(())
 }
 
-/// Hand acknowledged records to the offset-sync sender one by one, in acknowledgement order,
-/// as MM2's `commitRecord` does (a sync due is sent at once, within the in-flight bound); then
-/// fire syncs an earlier turn held back.
+/// Hand acknowledged records to the offset-sync sender one by one, as MM2's `commitRecord`
+/// does (a sync due is sent at once, within the in-flight bound); then fire syncs an earlier
+/// turn held back. With `wait_until` (the slice's end, when the copy loop is over) a sync held
+/// back by the bound waits for room instead of being replaced by a later one.
+///
+/// A turn's acknowledgements arrive grouped by partition (one delivered batch after another);
+/// they are handed over round-robin across partitions, each partition's in order, so the
+/// in-flight bound is shared fairly instead of going to the first partitions of the burst.
 fn feed_syncs(
     tracker: &Arc<Mutex<AckTracker>>,
     runs: &[PartitionRun],
     syncs: Option<&mut OffsetSyncSender>,
+    wait_until: Option<Instant>,
 ) {
     let acked = std::mem::take(&mut tracker.lock().expect("ack tracker poisoned").acknowledged);
     let Some(syncs) = syncs else { return };
-    for (idx, up, down) in acked {
+    let mut seen = vec![0u32; runs.len()];
+    let mut interleaved: Vec<(u32, usize, i64, i64)> = acked
+        .into_iter()
+        .map(|(idx, up, down)| {
+            seen[idx] += 1;
+            (seen[idx], idx, up, down)
+        })
+        .collect();
+    interleaved.sort_unstable_by_key(|&(rank, idx, _, _)| (rank, idx));
+    for (_, idx, up, down) in interleaved {
         let tp = &runs[idx].tp;
         syncs.record_acknowledged(&tp.0, tp.1, up, down);
+        if let Some(deadline) = wait_until {
+            syncs.wait_for_room(deadline);
+        }
     }
     syncs.fire();
 }
