@@ -304,14 +304,14 @@ where
             .create_with_context(MirrorContext)
             .map_err(|e| build_error(&consumer_role, e))?;
         let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let stall_after = (fetch_wait == Some(SHORT_FETCH_WAIT)).then_some(STALLED_AFTER);
+        let short_fetches = fetch_wait == Some(SHORT_FETCH_WAIT);
         let result = read_assigned(
             &c,
             topic,
             &starts,
             min_ends,
             remaining,
-            stall_after,
+            short_fetches,
             &mut on_record,
         )
         .await;
@@ -331,23 +331,25 @@ where
     }
 }
 
-/// Internal reads hold (almost) no fetch at the log end: a read stops there, and a broker holds
-/// an empty fetch for up to `fetch.wait.max.ms` (500 ms by default) before answering it. Not
-/// 1 ms: tansu 0.6 gathers batches for a fetch only until `fetch.wait.max.ms` has passed, so
-/// at 1 ms it serves one batch per fetch (2,958 one-record batches took 15 s to read, 39 ms at
-/// 5 ms) and, once a partition holds a few thousand batches, none at all.
-const SHORT_FETCH_WAIT: Duration = Duration::from_millis(5);
-/// A read that gets no event at all for [`STALLED_AFTER`] while short of its end (a broker that
-/// answers every fetch empty, as above) reads on from where it stands with
-/// [`FALLBACK_FETCH_WAIT`].
+/// Internal reads hold no fetch at the log end: a read stops there, and a broker holds an empty
+/// fetch for up to `fetch.wait.max.ms` (500 ms by default) before answering it.
+const SHORT_FETCH_WAIT: Duration = Duration::from_millis(1);
+/// Some brokers do not answer short fetches well: tansu 0.6 gathers batches for a fetch only
+/// until `fetch.wait.max.ms` has passed, so at 1 ms it serves one batch per fetch (2,958
+/// one-record batches took 15 s to read; 39 ms at 5 ms) and, once a partition holds a few
+/// thousand batches, none at all. So a read that has received records for [`SLOW_AFTER`] and
+/// is still short of its end, or that received nothing for [`STALLED_AFTER`], reads on from
+/// where it stands with [`FALLBACK_FETCH_WAIT`]. (Kafka answers at once with what it has, so
+/// on Kafka only a long read switches, at the cost of one reconnect.)
+const SLOW_AFTER: Duration = Duration::from_millis(250);
 const STALLED_AFTER: Duration = Duration::from_secs(1);
-const FALLBACK_FETCH_WAIT: Duration = Duration::from_millis(100);
+const FALLBACK_FETCH_WAIT: Duration = Duration::from_millis(25);
 
 /// How a [`read_assigned`] ended.
 enum ReadEnd {
     /// Every partition reached its end: the offset after the last record of each.
     Done(BTreeMap<i32, i64>),
-    /// No event for the stall bound: where each partition that received records stands.
+    /// Slow or stalled short fetches: where each partition that received records stands.
     Stalled(BTreeMap<i32, i64>),
 }
 
@@ -385,15 +387,15 @@ fn read_position(
 /// process knows were written; waited for up to [`MIN_END_WAIT`]), and, checked once, the
 /// listed end offsets (which may trail the log, never lead it; waited for up to
 /// [`LISTED_END_WAIT`], as records they count may never be served, e.g. a transaction marker).
-/// With `stall_after`, a read that gets no event at all for that long while a partition is
-/// short of its end gives up early with [`ReadEnd::Stalled`].
+/// With `short_fetches`, a read that is slow or stalled (see [`SLOW_AFTER`]) while a partition
+/// is short of its end gives up early with [`ReadEnd::Stalled`].
 async fn read_assigned<F>(
     c: &BaseConsumer<MirrorContext>,
     topic: &str,
     starts: &BTreeMap<i32, i64>,
     min_ends: &BTreeMap<i32, i64>,
     timeout: Duration,
-    stall_after: Option<Duration>,
+    short_fetches: bool,
     on_record: &mut F,
 ) -> Result<ReadEnd, LogError>
 where
@@ -437,6 +439,7 @@ where
     let mut last_error: Option<String> = None;
     let deadline = tokio::time::Instant::now() + timeout;
     let mut last_event = tokio::time::Instant::now();
+    let mut first_event: Option<tokio::time::Instant> = None;
 
     loop {
         // Non-blocking poll; when nothing is queued, yield briefly. Reads are short (they end at
@@ -489,8 +492,9 @@ where
                     break;
                 }
             }
-            if stall_after.is_some_and(|s| last_event.elapsed() >= s) && at_eof.len() < starts.len()
-            {
+            let slow = first_event.is_some_and(|t| t.elapsed() >= SLOW_AFTER)
+                || last_event.elapsed() >= STALLED_AFTER;
+            if short_fetches && slow && at_eof.len() < starts.len() {
                 let reached = next
                     .iter()
                     .filter_map(|(&p, n)| n.map(|n| (p, n)))
@@ -518,6 +522,7 @@ where
             continue;
         };
         last_event = tokio::time::Instant::now();
+        first_event.get_or_insert(last_event);
         match event {
             Ok(m) => {
                 let p = m.partition();
