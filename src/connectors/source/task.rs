@@ -1200,6 +1200,10 @@ fn feed_syncs(
 ) {
     let acked = std::mem::take(&mut tracker.lock().expect("ack tracker poisoned").acknowledged);
     let Some(syncs) = syncs else { return };
+    if acked.is_empty() {
+        syncs.fire();
+        return;
+    }
     let mut seen = vec![0u32; runs.len()];
     let mut interleaved: Vec<(u32, usize, i64, i64)> = acked
         .into_iter()
