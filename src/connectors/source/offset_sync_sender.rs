@@ -120,8 +120,7 @@ impl OffsetSyncSender {
     /// End of the slice: send every pending sync whatever the bound (the slice waits for all of
     /// them anyway) and wait for their delivery until `deadline`.
     pub fn finish(&mut self, deadline: Instant) {
-        let all = self.writer.take_all_pending();
-        self.send(all);
+        self.send_all_pending();
         let budget = deadline.saturating_duration_since(Instant::now());
         if let Err(e) = self.producer.flush(budget) {
             tracing::warn!(error = %e, "offset syncs not all flushed");

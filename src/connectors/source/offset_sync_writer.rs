@@ -122,8 +122,9 @@ impl OffsetSyncWriter {
         };
         if state.update(upstream, downstream) {
             state.reset();
+            let keep_first = !state.sent_any;
             self.delayed.remove(&tp);
-            self.queue_pending(sync);
+            self.queue_pending(sync, keep_first);
             true
         } else {
             self.delayed.insert(tp, sync);
@@ -131,7 +132,8 @@ impl OffsetSyncWriter {
         }
     }
 
-    fn queue_pending(&mut self, sync: OffsetSync) {
+    /// `keep_first`: no sync of the partition has been taken for sending yet.
+    fn queue_pending(&mut self, sync: OffsetSync, keep_first: bool) {
         // A map keyed by partition in MM2 (LinkedHashMap): the latest sync replaces an earlier
         // one in place, keeping the partition's original position in the send order.
         //
@@ -140,10 +142,6 @@ impl OffsetSyncWriter {
         // partition). The first sync is the oldest translation point a checkpoint store keeps:
         // replaced, every group behind the partition's next sync gets no checkpoint at all. A
         // slice hands over acknowledgements in bursts, so with many partitions this is common.
-        let keep_first = self
-            .states
-            .get(&(sync.topic.clone(), sync.partition))
-            .is_some_and(|s| !s.sent_any);
         let mut same = self
             .pending
             .iter()
@@ -160,8 +158,9 @@ impl OffsetSyncWriter {
     /// At every offset commit: every delayed sync becomes pending (`promoteDelayedOffsetSyncs`).
     pub fn promote_delayed(&mut self) {
         let delayed = std::mem::take(&mut self.delayed);
-        for (_, sync) in delayed {
-            self.queue_pending(sync);
+        for (tp, sync) in delayed {
+            let keep_first = self.states.get(&tp).is_some_and(|s| !s.sent_any);
+            self.queue_pending(sync, keep_first);
         }
     }
 
