@@ -1,6 +1,9 @@
 //! MirrorSourceConnector and MirrorSourceTask (mm2-compat §6, §7).
 
+mod acks;
+mod clients;
 pub mod connector;
 pub mod offset_sync_sender;
 pub mod offset_sync_writer;
+mod position;
 pub mod task;

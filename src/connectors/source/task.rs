@@ -30,60 +30,30 @@
 //! With [`GapPolicy::Fail`] (default) the task stops and the slice fails; with
 //! [`GapPolicy::Skip`] the partition jumps to the log start and the gap is still reported.
 
+use super::acks::{AckTracker, CopyContext, PartitionAcks, SentRecord};
+pub use super::clients::TaskMemory;
+use super::clients::{consumer_props, producer_props};
 use super::offset_sync_sender::OffsetSyncSender;
-use crate::config::Props;
-use crate::kafka::{
-    build_error, client_config, close_consumer, listed_offsets, ClientError, MirrorContext,
+use super::position::{
+    apply_gap, confirm_at_end, out_of_range_gap, position_of, position_partitions, silent_gap,
+    PartitionRun, WATERMARK_TIMEOUT,
 };
+pub use super::position::{Gap, GapPolicy, ResetPolicy};
+use crate::config::Props;
+use crate::kafka::{build_error, client_config, close_consumer, ClientError, MirrorContext};
+use rdkafka::consumer::base_consumer::PartitionQueue;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, Header, Headers, OwnedHeaders};
-use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
-use rdkafka::{ClientContext, Message, Offset, Timestamp, TopicPartitionList};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::{Message, Timestamp};
 use serde::Serialize;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// A source topic-partition.
 pub type TopicPartition = (String, i32);
-
-/// What to do when the next offset needed no longer exists in the source log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum GapPolicy {
-    /// Stop the task, mark it FAILED and fail the slice (default).
-    Fail,
-    /// Continue from the log start; the gap is still reported.
-    Skip,
-}
-
-/// Where the task's partitions start when no offset is stored (`auto.offset.reset`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResetPolicy {
-    Earliest,
-    Latest,
-    /// `none`: a partition without a stored offset is an error.
-    None,
-}
-
-impl ResetPolicy {
-    /// From the replication consumer's Java `auto.offset.reset` (MM2 forces `earliest` if unset).
-    pub fn from_consumer_props(props: &Props) -> Result<Self, TaskError> {
-        match props
-            .get("auto.offset.reset")
-            .map(|v| v.trim().to_ascii_lowercase())
-            .as_deref()
-        {
-            None | Some("earliest") => Ok(ResetPolicy::Earliest),
-            Some("latest") => Ok(ResetPolicy::Latest),
-            Some("none") => Ok(ResetPolicy::None),
-            Some(other) => Err(TaskError::Config(format!(
-                "consumer auto.offset.reset={other} is not one of earliest, latest, none"
-            ))),
-        }
-    }
-}
 
 /// Everything one task needs for one slice.
 #[derive(Debug, Clone)]
@@ -120,37 +90,6 @@ pub struct SourceTaskSpec {
     pub sync_every_commit: bool,
     /// The task's share of the slice's memory budget.
     pub memory: TaskMemory,
-}
-
-/// How much of a slice's memory one task's clients may use for records in flight.
-///
-/// Prefetched and queued records are most of a slice's memory, and a slice's memory is what an
-/// invocation is sized and billed by — so the budget belongs to the process, not the task: the
-/// tasks a slice runs side by side split it ([`TaskMemory::share`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TaskMemory {
-    /// Consumer prefetch, KiB, split again across the task's partitions.
-    pub prefetch_kb: usize,
-    /// Producer queue (`queue.buffering.max.kbytes`), KiB.
-    pub producer_queue_kb: usize,
-}
-
-impl TaskMemory {
-    /// One task's share when `tasks` run in one slice.
-    pub fn share(tasks: usize) -> Self {
-        let tasks = tasks.max(1);
-        TaskMemory {
-            prefetch_kb: SLICE_PREFETCH_BUDGET_KB / tasks,
-            producer_queue_kb: (SLICE_PRODUCER_QUEUE_KB / tasks).max(PRODUCER_QUEUE_MIN_KB),
-        }
-    }
-}
-
-impl Default for TaskMemory {
-    /// The whole budget: a task running alone.
-    fn default() -> Self {
-        TaskMemory::share(1)
-    }
 }
 
 /// The caller's side of a task: durable commits and lease ownership.
@@ -190,44 +129,6 @@ pub enum TaskError {
     Commit { task: String, message: String },
 }
 
-/// A range of upstream offsets that can no longer be replicated.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Gap {
-    pub topic: String,
-    pub partition: i32,
-    /// First missing upstream offset (inclusive).
-    pub from_offset: i64,
-    /// End of the missing range (exclusive).
-    pub to_offset: i64,
-    /// `below_log_start` (retention) or `beyond_log_end` (recreated or truncated topic).
-    pub kind: &'static str,
-    /// Whether the task skipped over it (`mirrorslice.on.gap=skip`).
-    pub skipped: bool,
-    /// Where the task continued after skipping: the log start.
-    pub resumed_at: Option<i64>,
-}
-
-impl Gap {
-    pub fn describe(&self) -> String {
-        match self.kind {
-            "below_log_start" => format!(
-                "{}-{}: upstream offsets {}..{} were deleted from the source before they were \
-                 replicated ({} records lost)",
-                self.topic,
-                self.partition,
-                self.from_offset,
-                self.to_offset,
-                self.to_offset - self.from_offset
-            ),
-            _ => format!(
-                "{}-{}: next offset {} is beyond the source log end {}: the topic was deleted and \
-                 recreated, or truncated",
-                self.topic, self.partition, self.to_offset, self.from_offset
-            ),
-        }
-    }
-}
-
 /// Per-partition figures for the slice report.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PartitionReport {
@@ -265,238 +166,8 @@ pub struct TaskOutcome {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Delivery tracking
-// ---------------------------------------------------------------------------------------------
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum AckState {
-    Pending,
-    Acked(i64),
-    Failed,
-}
-
-/// A record sent to the target and not yet retired.
-#[derive(Debug, Clone, Copy)]
-struct InFlight {
-    upstream: i64,
-    state: AckState,
-    size: u64,
-    timestamp: Option<i64>,
-}
-
-/// In-order acknowledgement tracking for one partition.
-#[derive(Debug, Default)]
-struct PartitionAcks {
-    /// Sent, not yet retired records, in send order.
-    in_flight: VecDeque<InFlight>,
-    /// Last upstream offset whose record and all earlier ones were acknowledged.
-    committable: Option<i64>,
-    failure: Option<(i64, String)>,
-    /// Records and bytes retired as acknowledged: what the slice actually replicated.
-    acked_records: u64,
-    acked_bytes: u64,
-    newest_timestamp: Option<i64>,
-    oldest_timestamp: Option<i64>,
-}
-
-/// Shared between the copy loop and the producer's delivery callback.
-#[derive(Debug, Default)]
-struct AckTracker {
-    partitions: Vec<PartitionAcks>,
-    /// (partition index, upstream, downstream) acknowledged in order, for offset syncs.
-    acknowledged: Vec<(usize, i64, i64)>,
-    outstanding: usize,
-}
-
-impl AckTracker {
-    fn sent(&mut self, idx: usize, upstream: i64, size: u64, timestamp: Option<i64>) {
-        self.partitions[idx].in_flight.push_back(InFlight {
-            upstream,
-            state: AckState::Pending,
-            size,
-            timestamp,
-        });
-        self.outstanding += 1;
-    }
-
-    /// A record was purged unsent: it stays pending (never committed past), but no longer
-    /// counts as outstanding.
-    fn purged(&mut self) {
-        self.outstanding = self.outstanding.saturating_sub(1);
-    }
-
-    fn completed(&mut self, idx: usize, upstream: i64, result: Result<i64, String>) {
-        self.outstanding = self.outstanding.saturating_sub(1);
-        let p = &mut self.partitions[idx];
-        // Reports usually arrive in send order, so the entry is at or near the front.
-        if let Some(entry) = p.in_flight.iter_mut().find(|r| r.upstream == upstream) {
-            entry.state = match &result {
-                Ok(down) => AckState::Acked(*down),
-                Err(_) => AckState::Failed,
-            };
-        }
-        if let Err(reason) = result {
-            if p.failure.is_none() {
-                p.failure = Some((upstream, reason));
-            }
-        }
-        while let Some(InFlight {
-            upstream: up,
-            state: AckState::Acked(down),
-            size,
-            timestamp,
-        }) = p.in_flight.front().copied()
-        {
-            p.in_flight.pop_front();
-            p.committable = Some(up);
-            p.acked_records += 1;
-            p.acked_bytes += size;
-            if let Some(t) = timestamp {
-                p.newest_timestamp = Some(p.newest_timestamp.map_or(t, |n| n.max(t)));
-                p.oldest_timestamp = Some(p.oldest_timestamp.map_or(t, |o| o.min(t)));
-            }
-            self.acknowledged.push((idx, up, down));
-        }
-    }
-}
-
-struct CopyContext {
-    tracker: Arc<Mutex<AckTracker>>,
-}
-
-impl ClientContext for CopyContext {
-    fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
-        MirrorContext.log(level, fac, message)
-    }
-    fn error(&self, error: KafkaError, reason: &str) {
-        MirrorContext.error(error, reason)
-    }
-}
-
-/// Delivery opaque: which partition (by index) and which upstream offset.
-type SentRecord = Box<(usize, i64)>;
-
-impl ProducerContext for CopyContext {
-    type DeliveryOpaque = SentRecord;
-
-    fn delivery(&self, result: &DeliveryResult<'_>, opaque: SentRecord) {
-        let (idx, upstream) = *opaque;
-        let outcome = match result {
-            Ok(msg) => Ok(msg.offset()),
-            Err((
-                KafkaError::MessageProduction(
-                    RDKafkaErrorCode::PurgeQueue | RDKafkaErrorCode::PurgeInflight,
-                ),
-                _,
-            )) => {
-                // Purged at the slice's end: not delivered, and not a failure either. The
-                // record stays unacknowledged, so the committed offset stops before it and the
-                // next slice copies it.
-                self.tracker.lock().expect("ack tracker poisoned").purged();
-                return;
-            }
-            Err((e, _)) => Err(e.to_string()),
-        };
-        self.tracker
-            .lock()
-            .expect("ack tracker poisoned")
-            .completed(idx, upstream, outcome);
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
 // The copy loop
 // ---------------------------------------------------------------------------------------------
-
-struct PartitionRun {
-    tp: TopicPartition,
-    remote: String,
-    /// Next upstream offset to read (known once positioned or a record arrived).
-    next: Option<i64>,
-    report: PartitionReport,
-    /// End-of-partition seen at the current position (cleared by a new record).
-    at_end: bool,
-    /// When the partition was (re)positioned without a record or end event since.
-    silent_since: Option<Instant>,
-    /// Since when end-of-partition has stood short of the listed end (see `confirm_at_end`).
-    short_of_listed_since: Option<Instant>,
-    done: bool,
-}
-
-/// Settings we choose unless the user set them: bounded memory, ordered idempotent delivery.
-fn with_defaults(mut props: Props, defaults: &[(&str, &str)]) -> Props {
-    for (k, v) in defaults {
-        props
-            .entry((*k).to_string())
-            .or_insert_with(|| (*v).to_string());
-    }
-    props
-}
-
-/// Consumer defaults: end-of-partition events drive "caught up"; `auto.offset.reset=error`
-/// because we position every partition explicitly — a silent reset would hide a gap.
-const CONSUMER_FORCED: &[(&str, &str)] = &[
-    ("enable.partition.eof", "true"),
-    ("enable.auto.commit", "false"),
-    ("enable.auto.offset.store", "false"),
-];
-const CONSUMER_DEFAULTS: &[(&str, &str)] = &[
-    // An empty fetch at the log end is held by the broker this long: it bounds how soon a
-    // caught-up slice notices it is done (an idle slice waits on it once). Not lower: while
-    // some partitions still stream, the others' broker is polled this often (at 2 ms the test
-    // brokers fell behind serving acknowledged records).
-    ("fetch.wait.max.ms", "10"),
-    // With small prefetch queues (below), librdkafka's default 1 s back-off after a full queue
-    // would stall the copy; retry fetching quickly instead.
-    ("fetch.queue.backoff.ms", "10"),
-];
-
-/// Prefetch budget of a slice's consumers, in KiB, split across its tasks and then across each
-/// task's partitions: with one queue per partition librdkafka applies
-/// `queued.max.messages.kbytes` to *each* partition, so a fixed per-partition value would grow
-/// memory with the partition count. Prefetched records are most of a slice's memory
-/// (librdkafka keeps each fetch response whole until its last record is forwarded, and
-/// overshoots the limit by a fetch): measured on 8 partitions, 2 MiB (256 KiB each) copied as
-/// fast as 16 MiB with 40 MiB less peak RSS. The floor keeps a partition's queue useful on
-/// tasks with many partitions. `<source>.consumer.rdkafka.queued.max.messages.kbytes`
-/// overrides (e.g. for a high-latency link).
-const SLICE_PREFETCH_BUDGET_KB: usize = 2 * 1024;
-const CONSUMER_PREFETCH_MIN_KB: usize = 64;
-/// Records waiting for delivery (librdkafka's copies), for all of a slice's producers. 4 MiB
-/// keeps the broker busy at loopback speed for one task; 2 MiB measured 10 % slower, 8 MiB
-/// only used 10 MiB more memory. A task's producer gets at least the floor.
-const SLICE_PRODUCER_QUEUE_KB: usize = 4 * 1024;
-const PRODUCER_QUEUE_MIN_KB: usize = 512;
-/// Producer defaults, used unless the user set the key (`<target>.producer.*`).
-const PRODUCER_DEFAULTS: &[(&str, &str)] = &[
-    // Connect's defaults for a source task's producer (mm2-compat §2.4): order per partition
-    // from a single request in flight. Measured here, an idempotent producer was slower (its
-    // broker threads spin) and waited ~0.5 s for a producer id before the first record.
-    ("acks", "all"),
-    ("enable.idempotence", "false"),
-    ("max.in.flight.requests.per.connection", "1"),
-    ("linger.ms", "5"),
-];
-
-/// The data producer's settings: the user's, then [`PRODUCER_DEFAULTS`], then the task's share
-/// of the queue budget unless the user sized the queue (`buffer.memory` or librdkafka's key).
-fn producer_props(spec: &SourceTaskSpec) -> Props {
-    let mut props = with_defaults(spec.producer.clone(), PRODUCER_DEFAULTS);
-    let sized = [
-        "buffer.memory",
-        "queue.buffering.max.kbytes",
-        "rdkafka.queue.buffering.max.kbytes",
-    ]
-    .iter()
-    .any(|k| props.contains_key(*k));
-    if !sized {
-        props.insert(
-            "queue.buffering.max.kbytes".into(),
-            spec.memory.producer_queue_kb.to_string(),
-        );
-    }
-    props
-}
 
 /// Run one task for one slice. Blocking: call it from a blocking thread.
 pub fn run_source_task(spec: &SourceTaskSpec, hooks: &mut dyn TaskHooks) -> TaskOutcome {
@@ -529,7 +200,10 @@ pub fn run_source_task(spec: &SourceTaskSpec, hooks: &mut dyn TaskHooks) -> Task
     outcome
 }
 
-fn kafka_err(task: &str, what: impl Into<String>) -> impl FnOnce(KafkaError) -> TaskError + '_ {
+pub(super) fn kafka_err(
+    task: &str,
+    what: impl Into<String>,
+) -> impl FnOnce(KafkaError) -> TaskError + '_ {
     let what = what.into();
     move |source| TaskError::Kafka {
         task: task.to_string(),
@@ -538,509 +212,430 @@ fn kafka_err(task: &str, what: impl Into<String>) -> impl FnOnce(KafkaError) -> 
     }
 }
 
+/// A task's clients and per-partition state for one slice.
+struct CopyLoop<'a> {
+    spec: &'a SourceTaskSpec,
+    consumer: Arc<BaseConsumer<MirrorContext>>,
+    producer: BaseProducer<CopyContext>,
+    tracker: Arc<Mutex<AckTracker>>,
+    runs: Vec<PartitionRun>,
+    /// Last offset committed per partition in this slice.
+    committed: BTreeMap<TopicPartition, i64>,
+    last_commit: Instant,
+}
+
+/// Why the copy loop stopped (an `Err` from it aborts the task: nothing more is committed).
+enum Stop {
+    /// Deadline reached, or caught up.
+    Done,
+    /// A failure; what was acknowledged before it is still flushed and committed.
+    Failed(TaskError),
+}
+
+/// Set by the partition queues' callbacks so an idle copy loop sleeps instead of spinning.
+type Wake = Arc<(Mutex<bool>, Condvar)>;
+
+/// Records taken from one partition queue per turn before moving to the next partition.
+const BURST: usize = 512;
+
 fn copy(
     spec: &SourceTaskSpec,
     hooks: &mut dyn TaskHooks,
     syncs: &mut Option<OffsetSyncSender>,
     outcome: &mut TaskOutcome,
 ) -> Result<(), TaskError> {
-    let task = spec.name.as_str();
-    let reset = ResetPolicy::from_consumer_props(&spec.consumer)?;
-
-    let mut runs: Vec<PartitionRun> = spec
-        .partitions
-        .iter()
-        .map(|tp| {
-            let remote = spec
-                .remote_topics
-                .get(&tp.0)
-                .cloned()
-                .unwrap_or_else(|| tp.0.clone());
-            PartitionRun {
-                tp: tp.clone(),
-                remote: remote.clone(),
-                next: None,
-                report: PartitionReport {
-                    topic: tp.0.clone(),
-                    partition: tp.1,
-                    remote_topic: remote,
-                    ..Default::default()
-                },
-                at_end: false,
-                silent_since: None,
-                short_of_listed_since: None,
-                done: false,
-            }
-        })
-        .collect();
-    if runs.is_empty() {
+    if spec.partitions.is_empty() {
         return Ok(());
     }
+    let mut task = CopyLoop::open(spec, syncs)?;
+    let positioned = position_partitions(spec, &task.consumer, &mut task.runs, &mut outcome.gaps);
+    let assignment = positioned.inspect_err(|_| outcome.partitions = task.reports())?;
+    let (queues, wake) = task.split_queues()?;
+    task.consumer
+        .assign(&assignment)
+        .map_err(kafka_err(&spec.name, "assign partitions"))?;
 
-    // --- clients -------------------------------------------------------------------------
-    let mut consumer_props = with_defaults(spec.consumer.clone(), CONSUMER_DEFAULTS);
-    let per_partition_kb =
-        (spec.memory.prefetch_kb / runs.len().max(1)).max(CONSUMER_PREFETCH_MIN_KB);
-    if !consumer_props.contains_key("queued.max.messages.kbytes") {
-        consumer_props
-            .entry("rdkafka.queued.max.messages.kbytes".into())
-            .or_insert_with(|| per_partition_kb.to_string());
+    let stop = task.run(hooks, &queues, &wake, syncs.as_mut(), outcome);
+    // Stop fetching first: nothing more will be read, and a closed consumer drops instantly.
+    drop(queues);
+    close_consumer(&task.consumer, Duration::from_millis(500));
+    match stop {
+        Ok(stop) => task.finish(hooks, syncs.as_mut(), stop, outcome),
+        Err(e) => {
+            outcome.partitions = task.early_reports();
+            Err(e)
+        }
     }
-    for (k, v) in CONSUMER_FORCED {
-        consumer_props.insert((*k).to_string(), (*v).to_string());
-    }
-    // We position partitions ourselves; librdkafka must never reset silently.
-    consumer_props.insert("auto.offset.reset".into(), "error".into());
-    // librdkafka refuses assign() without a group id. Nothing is ever committed to the source
-    // (§7.1), so the group never materialises there.
-    consumer_props
-        .entry("group.id".into())
-        .or_insert_with(|| "mirrorslice-replication".into());
-    let consumer_role = format!("{task}|replication-consumer");
-    let consumer: Arc<BaseConsumer<MirrorContext>> = Arc::new(
-        client_config(&consumer_role, &consumer_props)
+}
+
+impl<'a> CopyLoop<'a> {
+    /// Creates the replication consumer, the data producer and, when offset syncs are
+    /// enabled, the offset-sync sender.
+    fn open(
+        spec: &'a SourceTaskSpec,
+        syncs: &mut Option<OffsetSyncSender>,
+    ) -> Result<Self, TaskError> {
+        let task = spec.name.as_str();
+        let runs: Vec<PartitionRun> = spec
+            .partitions
+            .iter()
+            .map(|tp| {
+                let remote = spec.remote_topics.get(&tp.0).unwrap_or(&tp.0);
+                PartitionRun::new(tp, remote.clone())
+            })
+            .collect();
+        let consumer_role = format!("{task}|replication-consumer");
+        let consumer = client_config(&consumer_role, &consumer_props(spec))
             .map_err(Box::new)?
             .create_with_context(MirrorContext)
-            .map_err(|e| Box::new(build_error(&consumer_role, e)))?,
-    );
-
-    let tracker = Arc::new(Mutex::new(AckTracker {
-        partitions: (0..runs.len()).map(|_| PartitionAcks::default()).collect(),
-        ..Default::default()
-    }));
-    let producer_role = format!("{task}|replication-producer");
-    let producer: BaseProducer<CopyContext> = client_config(&producer_role, &producer_props(spec))
-        .map_err(Box::new)?
-        .create_with_context(CopyContext {
-            tracker: tracker.clone(),
+            .map_err(|e| Box::new(build_error(&consumer_role, e)))?;
+        let tracker = Arc::new(Mutex::new(AckTracker {
+            partitions: (0..runs.len()).map(|_| PartitionAcks::default()).collect(),
+            ..Default::default()
+        }));
+        let producer_role = format!("{task}|replication-producer");
+        let producer = client_config(&producer_role, &producer_props(spec))
+            .map_err(Box::new)?
+            .create_with_context(CopyContext {
+                tracker: tracker.clone(),
+            })
+            .map_err(|e| Box::new(build_error(&producer_role, e)))?;
+        if let Some((props, topic)) = &spec.offset_syncs {
+            let role = format!("{task}|offset-syncs-producer");
+            let sender = OffsetSyncSender::new(&role, props, topic, spec.offset_lag_max);
+            *syncs = Some(sender.map_err(Box::new)?);
+        }
+        Ok(CopyLoop {
+            spec,
+            consumer: Arc::new(consumer),
+            producer,
+            tracker,
+            runs,
+            committed: BTreeMap::new(),
+            last_commit: Instant::now(),
         })
-        .map_err(|e| Box::new(build_error(&producer_role, e)))?;
-
-    if let Some((props, topic)) = &spec.offset_syncs {
-        let role = format!("{task}|offset-syncs-producer");
-        *syncs = Some(
-            OffsetSyncSender::new(&role, props, topic, spec.offset_lag_max).map_err(Box::new)?,
-        );
     }
 
-    // --- positioning and the log-start gap check ----------------------------------------
-    let watermark_timeout = Duration::from_secs(10);
-    // The log starts of every partition, in one ListOffsets request: the gap check, and where
-    // `earliest` starts. (Log ends are listed when the slice believes it is caught up, not now:
-    // some brokers list records acknowledged a moment ago only a moment later.)
-    let all: Vec<TopicPartition> = runs.iter().map(|r| r.tp.clone()).collect();
-    let log_starts = listed_offsets(&consumer, &all, Offset::Beginning, watermark_timeout)
-        .map_err(kafka_err(task, "list log start offsets"))?;
-    let mut assignment = TopicPartitionList::new();
-    for run in runs.iter_mut() {
-        let (topic, partition) = (&run.tp.0, run.tp.1);
-        let offset = match spec.stored_offsets.get(&run.tp) {
-            Some(stored) if *stored >= 0 => {
-                let next = stored + 1;
-                let low = *log_starts.get(&run.tp).ok_or_else(|| {
+    /// One queue per partition: events then name their topic-partition. A non-empty callback
+    /// wakes the loop when any queue gets data, so an idle loop does not spin. Split *before*
+    /// assign: a record or end-of-partition fetched in between would land in the consumer's
+    /// main queue instead (librdkafka keeps an application's forwarding across assign).
+    fn split_queues(&self) -> Result<(Vec<PartitionQueue<MirrorContext>>, Wake), TaskError> {
+        let wake: Wake = Arc::new((Mutex::new(false), Condvar::new()));
+        let mut queues = Vec::with_capacity(self.runs.len());
+        for run in &self.runs {
+            let (topic, partition) = (&run.tp.0, run.tp.1);
+            let mut q = self
+                .consumer
+                .split_partition_queue(topic, partition)
+                .ok_or_else(|| {
                     TaskError::Config(format!(
-                        "{task}: the broker listed no log start for {topic}-{partition}"
+                        "{}: cannot open a queue for {topic}-{partition}",
+                        self.spec.name
                     ))
                 })?;
-                if next < low {
-                    let gap = Gap {
-                        topic: topic.clone(),
-                        partition,
-                        from_offset: next,
-                        to_offset: low,
-                        kind: "below_log_start",
-                        skipped: spec.on_gap == GapPolicy::Skip,
-                        resumed_at: (spec.on_gap == GapPolicy::Skip).then_some(low),
-                    };
-                    tracing::error!(task, gap = %gap.describe(), "replication gap");
-                    outcome.gaps.push(gap.clone());
-                    if spec.on_gap == GapPolicy::Fail {
-                        outcome.partitions = runs.iter().map(|r| r.report.clone()).collect();
-                        return Err(TaskError::Gap(format!("{task}: {}", gap.describe())));
-                    }
-                    run.next = Some(low);
-                    Offset::Offset(low)
-                } else {
-                    run.next = Some(next);
-                    Offset::Offset(next)
-                }
+            let wake = wake.clone();
+            q.set_nonempty_callback(move || {
+                let (lock, cv) = &*wake;
+                *lock.lock().expect("wake lock") = true;
+                cv.notify_one();
+            });
+            queues.push(q);
+        }
+        Ok((queues, wake))
+    }
+
+    /// Copies until the deadline, caught up, or a failure; commits every flush interval.
+    fn run(
+        &mut self,
+        hooks: &mut dyn TaskHooks,
+        queues: &[PartitionQueue<MirrorContext>],
+        wake: &Wake,
+        mut syncs: Option<&mut OffsetSyncSender>,
+        outcome: &mut TaskOutcome,
+    ) -> Result<Stop, TaskError> {
+        let spec = self.spec;
+        loop {
+            if Instant::now() >= spec.stop_at {
+                return Ok(Stop::Done);
             }
-            _ => match reset {
-                // The listed log start, not librdkafka's logical BEGINNING: resolving that on a
-                // new consumer waits a fixed 500 ms retry before the leader is known.
-                ResetPolicy::Earliest => match log_starts.get(&run.tp) {
-                    Some(&low) => {
-                        run.next = Some(low);
-                        Offset::Offset(low)
-                    }
-                    None => Offset::Beginning,
-                },
-                ResetPolicy::Latest => Offset::End,
-                ResetPolicy::None => {
-                    return Err(TaskError::Config(format!(
-                        "{task}: {topic}-{partition} has no stored offset and the consumer's \
-                         auto.offset.reset is none"
-                    )))
+            if self.runs.iter().all(|r| r.done || r.at_end)
+                && confirm_at_end(&self.consumer, &mut self.runs)
+            {
+                return Ok(Stop::Done);
+            }
+            let progressed = match self.turn(queues, &mut outcome.gaps) {
+                Ok(progressed) => progressed,
+                Err(e) => return Ok(Stop::Failed(e)),
+            };
+            feed_syncs(&self.tracker, &self.runs, syncs.as_deref_mut(), None);
+            if let Some(failure) = first_failure(&spec.name, &self.tracker, &self.runs) {
+                return Ok(Stop::Failed(failure));
+            }
+            if self.last_commit.elapsed() >= spec.flush_interval {
+                if !hooks.still_owner() {
+                    return Err(TaskError::LeaseLost {
+                        task: spec.name.clone(),
+                    });
                 }
-            },
-        };
-        run.report.start_offset = run.next;
-        run.silent_since = Some(Instant::now());
-        assignment
-            .add_partition_offset(topic, partition, offset)
-            .map_err(kafka_err(task, "build assignment"))?;
-    }
-    // One queue per partition: events then name their topic-partition. A non-empty callback
-    // wakes the loop when any queue gets data, so an idle loop does not spin. Split *before*
-    // assign: a record or end-of-partition fetched in between would land in the consumer's
-    // main queue instead (librdkafka keeps an application's forwarding across assign).
-    let wake = Arc::new((Mutex::new(false), Condvar::new()));
-    let mut queues = Vec::with_capacity(runs.len());
-    for run in &runs {
-        let mut q = consumer
-            .split_partition_queue(&run.tp.0, run.tp.1)
-            .ok_or_else(|| {
-                TaskError::Config(format!(
-                    "{task}: cannot open a queue for {}-{}",
-                    run.tp.0, run.tp.1
-                ))
-            })?;
-        let wake = wake.clone();
-        q.set_nonempty_callback(move || {
-            let (lock, cv) = &*wake;
-            *lock.lock().expect("wake lock") = true;
-            cv.notify_one();
-        });
-        queues.push(q);
+                self.commit(hooks, syncs.as_deref_mut(), true)?;
+                outcome.commits += 1;
+            }
+            if !progressed {
+                wait_for_data(wake, spec.stop_at);
+            }
+        }
     }
 
-    consumer
-        .assign(&assignment)
-        .map_err(kafka_err(task, "assign partitions"))?;
-
-    // --- copy ----------------------------------------------------------------------------
-    let mut last_commit = Instant::now();
-    let mut committed: BTreeMap<TopicPartition, i64> = BTreeMap::new();
-    let mut result: Result<(), TaskError> = Ok(());
-    const BURST: usize = 512;
-
-    'copy: loop {
-        if Instant::now() >= spec.stop_at {
-            break;
-        }
-        if runs.iter().all(|r| r.done || r.at_end)
-            && { true }
-            && confirm_at_end(&consumer, &mut runs)
-        {
-            break;
-        }
-        // Drive the consumer's main queue (errors, statistics) and the producer's callbacks.
-        match consumer.poll(Duration::ZERO) {
-            Some(Err(e)) => tracing::warn!(task, error = %e, "consumer error"),
+    /// One turn: drive the clients' callbacks, forward up to [`BURST`] events of every
+    /// partition queue, and check partitions that stay silent. True when any event arrived.
+    fn turn(
+        &mut self,
+        queues: &[PartitionQueue<MirrorContext>],
+        gaps: &mut Vec<Gap>,
+    ) -> Result<bool, TaskError> {
+        let spec = self.spec;
+        // The consumer's main queue carries errors and statistics, never records: with the
+        // queues split before assign, a record here would be copied out of order.
+        match self.consumer.poll(Duration::ZERO) {
+            Some(Err(e)) => tracing::warn!(task = %spec.name, error = %e, "consumer error"),
             Some(Ok(m)) => {
-                // Cannot happen with the queues split before assign; if it did, copying on
-                // past this record would commit over it.
-                result = Err(TaskError::Config(format!(
-                    "{task}: record {}-{}@{} arrived outside its partition queue",
+                return Err(TaskError::Config(format!(
+                    "{}: record {}-{}@{} arrived outside its partition queue",
+                    spec.name,
                     m.topic(),
                     m.partition(),
                     m.offset()
-                )));
-                break;
+                )))
             }
             None => {}
         }
-        producer.poll(Duration::ZERO);
+        self.producer.poll(Duration::ZERO);
 
         let mut progressed = false;
         for (idx, queue) in queues.iter().enumerate() {
-            if runs[idx].done {
-                continue;
+            if !self.runs[idx].done {
+                progressed |= self.drain(idx, queue, gaps)?;
             }
-            for _ in 0..BURST {
-                let Some(event) = queue.poll(Duration::ZERO) else {
+        }
+        for run in self.runs.iter_mut() {
+            if let Some(gap) = silent_gap(spec, &self.consumer, run)? {
+                apply_gap(spec, &self.consumer, run, gap, gaps)?;
+            }
+        }
+        Ok(progressed)
+    }
+
+    /// Forwards up to [`BURST`] records of partition `idx`, stopping at its end or an error.
+    fn drain(
+        &mut self,
+        idx: usize,
+        queue: &PartitionQueue<MirrorContext>,
+        gaps: &mut Vec<Gap>,
+    ) -> Result<bool, TaskError> {
+        let spec = self.spec;
+        let mut progressed = false;
+        for _ in 0..BURST {
+            let Some(event) = queue.poll(Duration::ZERO) else {
+                break;
+            };
+            progressed = true;
+            let run = &mut self.runs[idx];
+            match event {
+                Ok(msg) => {
+                    forward(&self.producer, run, idx, &msg, &self.tracker).map_err(|e| {
+                        TaskError::Kafka {
+                            task: spec.name.clone(),
+                            what: format!("produce to {}", run.remote),
+                            source: Box::new(e),
+                        }
+                    })?;
+                }
+                Err(KafkaError::PartitionEOF(_)) => {
+                    run.at_end = true;
+                    run.silent_since = None;
+                    if run.next.is_none() {
+                        // Positioned by reset policy on an empty log: learn the position.
+                        run.next = position_of(&self.consumer, &run.tp);
+                        run.report.start_offset = run.next;
+                    }
                     break;
-                };
-                progressed = true;
-                match event {
-                    Ok(msg) => {
-                        if let Err(e) = forward(&producer, &mut runs[idx], idx, &msg, &tracker) {
-                            result = Err(TaskError::Kafka {
-                                task: task.to_string(),
-                                what: format!("produce to {}", runs[idx].remote),
-                                source: Box::new(e),
-                            });
-                            break 'copy;
-                        }
-                    }
-                    Err(KafkaError::PartitionEOF(_)) => {
-                        let run = &mut runs[idx];
-                        run.at_end = true;
-                        run.silent_since = None;
-                        if run.next.is_none() {
-                            // Positioned by reset policy on an empty log: learn the position.
-                            run.next = position_of(&consumer, &run.tp);
-                            run.report.start_offset = run.next;
-                        }
-                        break;
-                    }
-                    Err(KafkaError::MessageConsumption(RDKafkaErrorCode::OffsetOutOfRange)) => {
-                        match out_of_range_gap(&consumer, spec, &runs[idx], watermark_timeout) {
-                            Ok(gap) => {
-                                tracing::error!(task, gap = %gap.describe(), "replication gap");
-                                outcome.gaps.push(gap.clone());
-                                if spec.on_gap == GapPolicy::Fail {
-                                    runs[idx].done = true;
-                                    result =
-                                        Err(TaskError::Gap(format!("{task}: {}", gap.describe())));
-                                    break 'copy;
-                                }
-                                let low = gap
-                                    .resumed_at
-                                    .expect("skipped gaps record where they resume");
-                                reposition(&consumer, &mut runs[idx], low)?;
-                            }
-                            Err(e) => {
-                                result = Err(e);
-                                break 'copy;
-                            }
-                        }
-                        break;
-                    }
-                    Err(e) => {
-                        // MM2 logs KafkaExceptions from poll and carries on (§7.2).
-                        tracing::warn!(task, topic = %runs[idx].tp.0, partition = runs[idx].tp.1, error = %e, "consumer error");
-                        break;
-                    }
+                }
+                Err(KafkaError::MessageConsumption(RDKafkaErrorCode::OffsetOutOfRange)) => {
+                    let gap = out_of_range_gap(&self.consumer, spec, run, WATERMARK_TIMEOUT)?;
+                    apply_gap(spec, &self.consumer, run, gap, gaps)?;
+                    break;
+                }
+                Err(e) => {
+                    // MM2 logs KafkaExceptions from poll and carries on (§7.2).
+                    tracing::warn!(task = %spec.name, topic = %run.tp.0, partition = run.tp.1, error = %e, "consumer error");
+                    break;
                 }
             }
         }
+        Ok(progressed)
+    }
 
-        // A partition that neither delivers nor reaches its end may be positioned beyond the
-        // log end on a broker that stays silent instead of answering OFFSET_OUT_OF_RANGE.
-        #[allow(clippy::needless_range_loop)] // `runs[idx]` is re-borrowed mutably below
-        for idx in 0..runs.len() {
-            let silent_for = runs[idx]
-                .silent_since
-                .map(|t| t.elapsed())
-                .unwrap_or_default();
-            if runs[idx].done || runs[idx].at_end || silent_for < spec.silence_check_after {
-                continue;
-            }
-            runs[idx].silent_since = Some(Instant::now());
-            let Some(next) = runs[idx].next else { continue };
-            let (topic, partition) = (&runs[idx].tp.0, runs[idx].tp.1);
-            let (low, high) = consumer
-                .fetch_watermarks(topic, partition, watermark_timeout)
-                .map_err(kafka_err(
-                    task,
-                    format!("list offsets of {topic}-{partition}"),
-                ))?;
-            if next > high {
-                let gap = Gap {
-                    topic: topic.clone(),
-                    partition,
-                    from_offset: high,
-                    to_offset: next,
-                    kind: "beyond_log_end",
-                    skipped: spec.on_gap == GapPolicy::Skip,
-                    resumed_at: (spec.on_gap == GapPolicy::Skip).then_some(low),
-                };
-                tracing::error!(task, gap = %gap.describe(), "replication gap");
-                outcome.gaps.push(gap.clone());
-                if spec.on_gap == GapPolicy::Fail {
-                    runs[idx].done = true;
-                    result = Err(TaskError::Gap(format!("{task}: {}", gap.describe())));
-                    break 'copy;
-                }
-                reposition(&consumer, &mut runs[idx], low)?;
-            }
+    /// Commits what is acknowledged and not yet committed; then offset syncs are promoted
+    /// (with `promote`, §7.4).
+    fn commit(
+        &mut self,
+        hooks: &mut dyn TaskHooks,
+        syncs: Option<&mut OffsetSyncSender>,
+        promote: bool,
+    ) -> Result<(), TaskError> {
+        commit(
+            &self.spec.name,
+            hooks,
+            &self.tracker,
+            &self.runs,
+            &mut self.committed,
+            syncs,
+            promote,
+        )?;
+        self.last_commit = Instant::now();
+        Ok(())
+    }
+
+    /// Flushes, then commits exactly what was acknowledged and sends the slice's last syncs.
+    fn finish(
+        mut self,
+        hooks: &mut dyn TaskHooks,
+        mut syncs: Option<&mut OffsetSyncSender>,
+        stop: Stop,
+        outcome: &mut TaskOutcome,
+    ) -> Result<(), TaskError> {
+        let spec = self.spec;
+        let task = spec.name.as_str();
+        let flush_budget = spec
+            .flush_deadline
+            .saturating_duration_since(Instant::now());
+        if let Err(e) = self.producer.flush(flush_budget) {
+            // Out of time: drop what librdkafka has not sent yet, so those records cannot land
+            // after the commit and be copied again by the next slice. Requests already in
+            // flight may still succeed; they are the only possible duplicates (at-least-once).
+            tracing::warn!(task, error = %e, "producer flush incomplete; purging unsent records, which the next slice replicates");
+            self.producer
+                .purge(rdkafka::producer::PurgeConfig::default().queue());
+            self.producer.poll(Duration::from_millis(100));
         }
-
-        feed_syncs(&tracker, &runs, syncs.as_mut(), None);
-        if let Some(failure) = first_failure(task, &tracker, &runs) {
-            result = Err(failure);
-            break;
-        }
-
-        if last_commit.elapsed() >= spec.flush_interval {
-            if !hooks.still_owner() {
-                outcome.partitions = finish_reports(&runs, &committed, &tracker);
-                return Err(TaskError::LeaseLost {
-                    task: task.to_string(),
-                });
-            }
-            commit(
-                task,
-                hooks,
-                &tracker,
-                &runs,
-                &mut committed,
-                syncs.as_mut(),
-                true,
-            )?;
-            outcome.commits += 1;
-            last_commit = Instant::now();
-        }
-
-        if !progressed {
-            // Nothing queued: sleep until a queue signals data, or briefly, to re-check the
-            // deadline and drive callbacks.
-            let (lock, cv) = &*wake;
-            let mut woken = lock.lock().expect("wake lock");
-            if !*woken {
-                let wait = Duration::from_millis(20)
-                    .min(spec.stop_at.saturating_duration_since(Instant::now()));
-                woken = cv.wait_timeout(woken, wait).expect("wake lock").0;
-            }
-            *woken = false;
-        }
-    }
-
-    // --- finish: flush, then commit exactly what was acknowledged -------------------------
-    // Stop fetching first: nothing more will be read, and a closed consumer drops instantly.
-    drop(queues);
-    close_consumer(&consumer, Duration::from_millis(500));
-    let flush_budget = spec
-        .flush_deadline
-        .saturating_duration_since(Instant::now());
-    if let Err(e) = producer.flush(flush_budget) {
-        // Out of time: drop what librdkafka has not sent yet, so those records cannot land
-        // after the commit and be copied again by the next slice. Requests already in flight
-        // may still succeed; they are the only possible duplicates (at-least-once).
-        tracing::warn!(task, error = %e, "producer flush incomplete; purging unsent records, which the next slice replicates");
-        producer.purge(rdkafka::producer::PurgeConfig::default().queue());
-        producer.poll(Duration::from_millis(100));
-    }
-    feed_syncs(&tracker, &runs, syncs.as_mut(), Some(spec.flush_deadline));
-    if result.is_ok() {
-        if let Some(failure) = first_failure(task, &tracker, &runs) {
-            result = Err(failure);
-        }
-    }
-    if !hooks.still_owner() {
-        outcome.partitions = finish_reports(&runs, &committed, &tracker);
-        return Err(TaskError::LeaseLost {
-            task: task.to_string(),
-        });
-    }
-    if let Some(s) = syncs.as_mut() {
-        // Syncs held back by the in-flight bound go out before the commit's promotion can
-        // replace them: MM2 would have fired them before its next commit.
-        s.send_all_pending();
-    }
-    commit(
-        task,
-        hooks,
-        &tracker,
-        &runs,
-        &mut committed,
-        syncs.as_mut(),
-        spec.sync_every_commit || last_commit.elapsed() >= spec.flush_interval,
-    )?;
-    outcome.commits += 1;
-    if let Some(s) = syncs.as_mut() {
-        // Offset syncs of the final commit are part of the slice: flush them before exiting.
-        s.finish(spec.flush_deadline);
-    }
-
-    // Figures count only what was acknowledged and committed. A partition is caught up when
-    // the consumer reached its end AND everything read was acknowledged: a slice that ran out
-    // of time with records in flight is not caught up, whatever the consumer saw.
-    let acks = tracker.lock().expect("ack tracker poisoned");
-    for (idx, run) in runs.iter_mut().enumerate() {
-        let p = &acks.partitions[idx];
-        run.report.records = p.acked_records;
-        run.report.bytes = p.acked_bytes;
-        run.report.newest_record_timestamp_ms = p.newest_timestamp;
-        run.report.oldest_record_timestamp_ms = p.oldest_timestamp;
-        let committed_next = committed
-            .get(&run.tp)
-            .map(|o| o + 1)
-            .or(run.report.start_offset);
-        run.report.end_offset = committed_next.or(run.next);
-        run.report.caught_up =
-            run.at_end && !run.done && p.in_flight.is_empty() && p.failure.is_none();
-        run.report.lag = if run.report.caught_up {
-            Some(0)
-        } else {
-            // Records read but not acknowledged are lag for certain; the broker's end offset
-            // may show more (some brokers report it low, so take the larger).
-            let read_to = run.next;
-            let listed = consumer
-                .fetch_watermarks(&run.tp.0, run.tp.1, Duration::from_secs(2))
-                .ok()
-                .map(|(_, high)| high);
-            match (committed_next, read_to.max(listed)) {
-                (Some(n), Some(end)) => Some((end - n).max(0)),
-                (None, Some(end)) => Some(end.max(0)),
-                _ => None,
-            }
+        feed_syncs(
+            &self.tracker,
+            &self.runs,
+            syncs.as_deref_mut(),
+            Some(spec.flush_deadline),
+        );
+        let mut result = match stop {
+            Stop::Done => first_failure(task, &self.tracker, &self.runs).map_or(Ok(()), Err),
+            Stop::Failed(e) => Err(e),
         };
-    }
-    drop(acks);
-    outcome.partitions = runs.iter().map(|r| r.report.clone()).collect();
-    result
-}
-
-/// Every partition reported end-of-partition: confirm it against the broker's listed end
-/// offsets before calling the slice caught up. Some brokers answer a fetch with
-/// end-of-partition at the old position just after acknowledging new records; the listed end
-/// then shows them. A partition listed beyond its position keeps reading (its next records
-/// arrive as usual) for up to [`SHORT_OF_LISTED_GRACE`]: a listed end can also count records
-/// no consumer is ever served (a transaction's commit marker), and such a partition must not
-/// hold the slice until its deadline. On a broker whose listed end trails the log (by the last batch),
-/// this check can only err toward "not yet", never toward a false "caught up". The request
-/// waits behind the consumer's held fetch, at most `fetch.wait.max.ms` (10 ms by default).
-fn confirm_at_end(consumer: &BaseConsumer<MirrorContext>, runs: &mut [PartitionRun]) -> bool {
-    let at_end: Vec<TopicPartition> = runs
-        .iter()
-        .filter(|r| !r.done && r.at_end)
-        .map(|r| r.tp.clone())
-        .collect();
-    // One request for all partitions; if it fails, trust the end-of-partition events.
-    let ends =
-        listed_offsets(consumer, &at_end, Offset::End, Duration::from_secs(5)).unwrap_or_default();
-    let mut all = true;
-    for run in runs.iter_mut().filter(|r| !r.done && r.at_end) {
-        let position = run.next.or_else(|| position_of(consumer, &run.tp));
-        let listed = ends.get(&run.tp).copied();
-        match (position, listed) {
-            (Some(position), Some(listed)) if listed > position => {
-                let since = *run.short_of_listed_since.get_or_insert_with(|| {
-                    tracing::debug!(
-                        topic = %run.tp.0,
-                        partition = run.tp.1,
-                        position,
-                        listed,
-                        "end-of-partition before the listed end; reading on"
-                    );
-                    Instant::now()
-                });
-                if since.elapsed() < SHORT_OF_LISTED_GRACE {
-                    all = false;
-                } else {
-                    // Never served: a transaction marker at the end (consumers do not see
-                    // control records), or a broker that lists records it will not serve yet.
-                    // The end-of-partition stands; anything real is the next slice's.
-                    tracing::debug!(
-                        topic = %run.tp.0,
-                        partition = run.tp.1,
-                        position,
-                        listed,
-                        "listed end not served; caught up at the end-of-partition"
-                    );
-                }
-            }
-            _ => run.short_of_listed_since = None,
+        if !hooks.still_owner() {
+            outcome.partitions = self.early_reports();
+            return Err(TaskError::LeaseLost {
+                task: task.to_string(),
+            });
         }
+        if let Some(s) = syncs.as_deref_mut() {
+            // Syncs held back by the in-flight bound go out before the commit's promotion can
+            // replace them: MM2 would have fired them before its next commit.
+            s.send_all_pending();
+        }
+        let promote = spec.sync_every_commit || self.last_commit.elapsed() >= spec.flush_interval;
+        if let Err(e) = self.commit(hooks, syncs.as_deref_mut(), promote) {
+            result = Err(e);
+            return result;
+        }
+        outcome.commits += 1;
+        if let Some(s) = syncs {
+            // Offset syncs of the final commit are part of the slice: flush them before exiting.
+            s.finish(spec.flush_deadline);
+        }
+        outcome.partitions = self.final_reports();
+        result
     }
-    all
+
+    /// Figures count only what was acknowledged and committed. A partition is caught up when
+    /// the consumer reached its end AND everything read was acknowledged: a slice that ran out
+    /// of time with records in flight is not caught up, whatever the consumer saw.
+    fn final_reports(&mut self) -> Vec<PartitionReport> {
+        let acks = self.tracker.lock().expect("ack tracker poisoned");
+        for (idx, run) in self.runs.iter_mut().enumerate() {
+            let p = &acks.partitions[idx];
+            fill_acked(&mut run.report, p);
+            let committed_next = self
+                .committed
+                .get(&run.tp)
+                .map(|o| o + 1)
+                .or(run.report.start_offset);
+            run.report.end_offset = committed_next.or(run.next);
+            run.report.caught_up =
+                run.at_end && !run.done && p.in_flight.is_empty() && p.failure.is_none();
+            run.report.lag = if run.report.caught_up {
+                Some(0)
+            } else {
+                // Records read but not acknowledged are lag for certain; the broker's end
+                // offset may show more (some brokers report it low, so take the larger).
+                let listed = self
+                    .consumer
+                    .fetch_watermarks(&run.tp.0, run.tp.1, Duration::from_secs(2))
+                    .ok()
+                    .map(|(_, high)| high);
+                match (committed_next, run.next.max(listed)) {
+                    (Some(n), Some(end)) => Some((end - n).max(0)),
+                    (None, Some(end)) => Some(end.max(0)),
+                    _ => None,
+                }
+            };
+        }
+        self.reports()
+    }
+
+    /// Partition reports of a task that stops early (its lease is lost): what reached the
+    /// target (acknowledged records, which the next slice copies again as it resumes from the
+    /// last commit) and where the committed position ends. Nothing is caught up.
+    fn early_reports(&self) -> Vec<PartitionReport> {
+        let acks = self.tracker.lock().expect("ack tracker poisoned");
+        self.runs
+            .iter()
+            .zip(&acks.partitions)
+            .map(|(run, p)| {
+                let mut report = run.report.clone();
+                fill_acked(&mut report, p);
+                report.end_offset = self
+                    .committed
+                    .get(&run.tp)
+                    .map(|o| o + 1)
+                    .or(report.start_offset);
+                report.caught_up = false;
+                report
+            })
+            .collect()
+    }
+
+    fn reports(&self) -> Vec<PartitionReport> {
+        self.runs.iter().map(|r| r.report.clone()).collect()
+    }
 }
 
-/// How long a partition at end-of-partition but short of its listed end keeps reading before
-/// the end-of-partition stands (records acknowledged a moment ago normally appear well within).
-const SHORT_OF_LISTED_GRACE: Duration = Duration::from_secs(2);
+/// A report's figures from what its partition had acknowledged.
+fn fill_acked(report: &mut PartitionReport, acks: &PartitionAcks) {
+    report.records = acks.acked_records;
+    report.bytes = acks.acked_bytes;
+    report.newest_record_timestamp_ms = acks.newest_timestamp;
+    report.oldest_record_timestamp_ms = acks.oldest_timestamp;
+}
+
+/// Nothing queued: sleep until a partition queue signals data, or briefly (20 ms, never past
+/// `stop_at`), to re-check the deadline and drive callbacks.
+fn wait_for_data(wake: &Wake, stop_at: Instant) {
+    let (lock, cv) = &**wake;
+    let mut woken = lock.lock().expect("wake lock");
+    if !*woken {
+        let wait = Duration::from_millis(20).min(stop_at.saturating_duration_since(Instant::now()));
+        woken = cv.wait_timeout(woken, wait).expect("wake lock").0;
+    }
+    *woken = false;
+}
 
 /// Produce one consumed record to the same partition of the remote topic, byte for byte.
 fn forward(
@@ -1111,76 +706,6 @@ fn forward(
     run.next = Some(upstream + 1);
     run.at_end = false;
     run.silent_since = None;
-    Ok(())
-}
-
-fn position_of(consumer: &BaseConsumer<MirrorContext>, tp: &TopicPartition) -> Option<i64> {
-    let positions = consumer.position().ok()?;
-    match positions.find_partition(&tp.0, tp.1)?.offset() {
-        Offset::Offset(o) => Some(o),
-        _ => None,
-    }
-}
-
-/// Classify an OFFSET_OUT_OF_RANGE answer by the current log bounds.
-fn out_of_range_gap(
-    consumer: &BaseConsumer<MirrorContext>,
-    spec: &SourceTaskSpec,
-    run: &PartitionRun,
-    timeout: Duration,
-) -> Result<Gap, TaskError> {
-    let (topic, partition) = (&run.tp.0, run.tp.1);
-    let (low, high) = consumer
-        .fetch_watermarks(topic, partition, timeout)
-        .map_err(kafka_err(
-            &spec.name,
-            format!("list offsets of {topic}-{partition}"),
-        ))?;
-    let next = run.next.unwrap_or(low);
-    let skipped = spec.on_gap == GapPolicy::Skip;
-    Ok(if next < low {
-        Gap {
-            topic: topic.clone(),
-            partition,
-            from_offset: next,
-            to_offset: low,
-            kind: "below_log_start",
-            skipped,
-            resumed_at: skipped.then_some(low),
-        }
-    } else {
-        Gap {
-            topic: topic.clone(),
-            partition,
-            from_offset: high,
-            to_offset: next,
-            kind: "beyond_log_end",
-            skipped,
-            resumed_at: skipped.then_some(low),
-        }
-    })
-}
-
-fn reposition(
-    consumer: &Arc<BaseConsumer<MirrorContext>>,
-    run: &mut PartitionRun,
-    offset: i64,
-) -> Result<(), TaskError> {
-    consumer
-        .seek(
-            &run.tp.0,
-            run.tp.1,
-            Offset::Offset(offset),
-            Duration::from_secs(10),
-        )
-        .map_err(|source| TaskError::Kafka {
-            task: run.report.remote_topic.clone(),
-            what: format!("seek {}-{} to {offset}", run.tp.0, run.tp.1),
-            source: Box::new(source),
-        })?;
-    run.next = Some(offset);
-    run.at_end = false;
-    run.silent_since = Some(Instant::now());
     Ok(())
 }
 
@@ -1272,117 +797,4 @@ fn commit(
         s.committed(promote);
     }
     Ok(())
-}
-
-/// Partition reports of a task that stops early (its lease is lost): what reached the target
-/// (acknowledged records, which the next slice copies again as it resumes from the last
-/// commit) and where the committed position ends. Nothing is caught up.
-fn finish_reports(
-    runs: &[PartitionRun],
-    committed: &BTreeMap<TopicPartition, i64>,
-    tracker: &Arc<Mutex<AckTracker>>,
-) -> Vec<PartitionReport> {
-    let acks = tracker.lock().expect("ack tracker poisoned");
-    runs.iter()
-        .enumerate()
-        .map(|(idx, r)| {
-            let p = &acks.partitions[idx];
-            let mut rep = r.report.clone();
-            rep.records = p.acked_records;
-            rep.bytes = p.acked_bytes;
-            rep.newest_record_timestamp_ms = p.newest_timestamp;
-            rep.oldest_record_timestamp_ms = p.oldest_timestamp;
-            rep.end_offset = committed.get(&r.tp).map(|o| o + 1).or(rep.start_offset);
-            rep.caught_up = false;
-            rep
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn tracker(n: usize) -> AckTracker {
-        AckTracker {
-            partitions: (0..n).map(|_| PartitionAcks::default()).collect(),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn committable_advances_only_over_contiguous_acks() {
-        let mut t = tracker(1);
-        for up in 10..15 {
-            t.sent(0, up, 1, None);
-        }
-        t.completed(0, 11, Ok(101));
-        assert_eq!(t.partitions[0].committable, None, "10 still outstanding");
-        t.completed(0, 10, Ok(100));
-        assert_eq!(t.partitions[0].committable, Some(11));
-        assert_eq!(t.acknowledged, vec![(0, 10, 100), (0, 11, 101)]);
-        t.completed(0, 13, Ok(103));
-        assert_eq!(t.partitions[0].committable, Some(11));
-        t.completed(0, 12, Err("broker down".into()));
-        assert_eq!(
-            t.partitions[0].committable,
-            Some(11),
-            "never commit past a failed record"
-        );
-        assert_eq!(t.partitions[0].failure, Some((12, "broker down".into())));
-        t.completed(0, 14, Ok(104));
-        assert_eq!(t.partitions[0].committable, Some(11));
-        assert_eq!(t.outstanding, 0);
-    }
-
-    #[test]
-    fn partitions_are_tracked_independently() {
-        let mut t = tracker(2);
-        t.sent(0, 0, 1, None);
-        t.sent(1, 0, 1, None);
-        t.completed(1, 0, Ok(7));
-        assert_eq!(t.partitions[1].committable, Some(0));
-        assert_eq!(t.partitions[0].committable, None);
-    }
-
-    #[test]
-    fn reset_policy_from_java_props() {
-        let mut p = Props::new();
-        assert_eq!(
-            ResetPolicy::from_consumer_props(&p).unwrap(),
-            ResetPolicy::Earliest
-        );
-        p.insert("auto.offset.reset".into(), "latest".into());
-        assert_eq!(
-            ResetPolicy::from_consumer_props(&p).unwrap(),
-            ResetPolicy::Latest
-        );
-        p.insert("auto.offset.reset".into(), "sideways".into());
-        assert!(ResetPolicy::from_consumer_props(&p).is_err());
-    }
-
-    #[test]
-    fn gap_descriptions_name_partition_and_range() {
-        let below = Gap {
-            topic: "orders".into(),
-            partition: 3,
-            from_offset: 100,
-            to_offset: 250,
-            kind: "below_log_start",
-            skipped: false,
-            resumed_at: None,
-        };
-        let text = below.describe();
-        assert!(text.contains("orders-3") && text.contains("100..250") && text.contains("150"));
-        let beyond = Gap {
-            topic: "orders".into(),
-            partition: 0,
-            from_offset: 5,
-            to_offset: 100,
-            kind: "beyond_log_end",
-            skipped: true,
-            resumed_at: Some(0),
-        };
-        assert!(beyond.describe().contains("recreated"));
-    }
 }

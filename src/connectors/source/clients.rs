@@ -1,0 +1,136 @@
+//! The task's Kafka clients: the settings we choose for the replication consumer and the data
+//! producer, and how a slice's memory budget is split between them.
+
+use super::task::SourceTaskSpec;
+use crate::config::Props;
+
+/// How much of a slice's memory one task's clients may use for records in flight.
+///
+/// Prefetched and queued records are most of a slice's memory, and a slice's memory is what an
+/// invocation is sized and billed by — so the budget belongs to the process, not the task: the
+/// tasks a slice runs side by side split it ([`TaskMemory::share`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskMemory {
+    /// Consumer prefetch, KiB, split again across the task's partitions.
+    pub prefetch_kb: usize,
+    /// Producer queue (`queue.buffering.max.kbytes`), KiB.
+    pub producer_queue_kb: usize,
+}
+
+impl TaskMemory {
+    /// One task's share when `tasks` run in one slice.
+    pub fn share(tasks: usize) -> Self {
+        let tasks = tasks.max(1);
+        TaskMemory {
+            prefetch_kb: SLICE_PREFETCH_BUDGET_KB / tasks,
+            producer_queue_kb: (SLICE_PRODUCER_QUEUE_KB / tasks).max(PRODUCER_QUEUE_MIN_KB),
+        }
+    }
+}
+
+impl Default for TaskMemory {
+    /// The whole budget: a task running alone.
+    fn default() -> Self {
+        TaskMemory::share(1)
+    }
+}
+
+/// Settings we choose unless the user set them: bounded memory, ordered idempotent delivery.
+fn with_defaults(mut props: Props, defaults: &[(&str, &str)]) -> Props {
+    for (k, v) in defaults {
+        props
+            .entry((*k).to_string())
+            .or_insert_with(|| (*v).to_string());
+    }
+    props
+}
+
+/// Consumer defaults: end-of-partition events drive "caught up"; `auto.offset.reset=error`
+/// because we position every partition explicitly — a silent reset would hide a gap.
+const CONSUMER_FORCED: &[(&str, &str)] = &[
+    ("enable.partition.eof", "true"),
+    ("enable.auto.commit", "false"),
+    ("enable.auto.offset.store", "false"),
+];
+const CONSUMER_DEFAULTS: &[(&str, &str)] = &[
+    // An empty fetch at the log end is held by the broker this long: it bounds how soon a
+    // caught-up slice notices it is done (an idle slice waits on it once). Not lower: while
+    // some partitions still stream, the others' broker is polled this often (at 2 ms the test
+    // brokers fell behind serving acknowledged records).
+    ("fetch.wait.max.ms", "10"),
+    // With small prefetch queues (below), librdkafka's default 1 s back-off after a full queue
+    // would stall the copy; retry fetching quickly instead.
+    ("fetch.queue.backoff.ms", "10"),
+];
+
+/// Prefetch budget of a slice's consumers, in KiB, split across its tasks and then across each
+/// task's partitions: with one queue per partition librdkafka applies
+/// `queued.max.messages.kbytes` to *each* partition, so a fixed per-partition value would grow
+/// memory with the partition count. Prefetched records are most of a slice's memory
+/// (librdkafka keeps each fetch response whole until its last record is forwarded, and
+/// overshoots the limit by a fetch): measured on 8 partitions, 2 MiB (256 KiB each) copied as
+/// fast as 16 MiB with 40 MiB less peak RSS. The floor keeps a partition's queue useful on
+/// tasks with many partitions. `<source>.consumer.rdkafka.queued.max.messages.kbytes`
+/// overrides (e.g. for a high-latency link).
+const SLICE_PREFETCH_BUDGET_KB: usize = 2 * 1024;
+const CONSUMER_PREFETCH_MIN_KB: usize = 64;
+/// Records waiting for delivery (librdkafka's copies), for all of a slice's producers. 4 MiB
+/// keeps the broker busy at loopback speed for one task; 2 MiB measured 10 % slower, 8 MiB
+/// only used 10 MiB more memory. A task's producer gets at least the floor.
+const SLICE_PRODUCER_QUEUE_KB: usize = 4 * 1024;
+const PRODUCER_QUEUE_MIN_KB: usize = 512;
+/// Producer defaults, used unless the user set the key (`<target>.producer.*`).
+const PRODUCER_DEFAULTS: &[(&str, &str)] = &[
+    // Connect's defaults for a source task's producer (mm2-compat §2.4): order per partition
+    // from a single request in flight. Measured here, an idempotent producer was slower (its
+    // broker threads spin) and waited ~0.5 s for a producer id before the first record.
+    ("acks", "all"),
+    ("enable.idempotence", "false"),
+    ("max.in.flight.requests.per.connection", "1"),
+    ("linger.ms", "5"),
+];
+
+/// The data producer's settings: the user's, then [`PRODUCER_DEFAULTS`], then the task's share
+/// of the queue budget unless the user sized the queue (`buffer.memory` or librdkafka's key).
+pub(super) fn producer_props(spec: &SourceTaskSpec) -> Props {
+    let mut props = with_defaults(spec.producer.clone(), PRODUCER_DEFAULTS);
+    let sized = [
+        "buffer.memory",
+        "queue.buffering.max.kbytes",
+        "rdkafka.queue.buffering.max.kbytes",
+    ]
+    .iter()
+    .any(|k| props.contains_key(*k));
+    if !sized {
+        props.insert(
+            "queue.buffering.max.kbytes".into(),
+            spec.memory.producer_queue_kb.to_string(),
+        );
+    }
+    props
+}
+
+/// The replication consumer's settings: the user's, then [`CONSUMER_DEFAULTS`], the task's
+/// prefetch share per partition unless the user sized it, and the settings the copy loop
+/// relies on ([`CONSUMER_FORCED`], no silent reset, a group id).
+pub(super) fn consumer_props(spec: &SourceTaskSpec) -> Props {
+    let mut props = with_defaults(spec.consumer.clone(), CONSUMER_DEFAULTS);
+    let per_partition_kb =
+        (spec.memory.prefetch_kb / spec.partitions.len().max(1)).max(CONSUMER_PREFETCH_MIN_KB);
+    if !props.contains_key("queued.max.messages.kbytes") {
+        props
+            .entry("rdkafka.queued.max.messages.kbytes".into())
+            .or_insert_with(|| per_partition_kb.to_string());
+    }
+    for (k, v) in CONSUMER_FORCED {
+        props.insert((*k).to_string(), (*v).to_string());
+    }
+    // We position partitions ourselves; librdkafka must never reset silently.
+    props.insert("auto.offset.reset".into(), "error".into());
+    // librdkafka refuses assign() without a group id. Nothing is ever committed to the source
+    // (§7.1), so the group never materialises there.
+    props
+        .entry("group.id".into())
+        .or_insert_with(|| "mirrorslice-replication".into());
+    props
+}
