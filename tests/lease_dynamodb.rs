@@ -232,9 +232,13 @@ async fn held_lease_renews_then_notices_theft() {
     let store = fresh_store().await;
     let key = task_key("A->B", "MirrorSourceConnector", 4);
     let ttl = Duration::from_millis(1500);
-    let info = store.try_acquire(&key, "me", ttl).await.unwrap().unwrap();
     let store_dyn: Arc<dyn LeaseStore> = Arc::new(store.clone());
-    let held = HeldLease::start(store_dyn, info.clone(), ttl, Duration::from_millis(300));
+    let safety = Duration::from_millis(300);
+    let held = HeldLease::acquire(store_dyn, &key, "me", ttl, safety)
+        .await
+        .unwrap()
+        .expect("a fresh lease is free");
+    let info = held.info();
 
     // Past the first ttl the lease is still ours, because it was renewed.
     let watch_until = Instant::now() + ttl * 2;

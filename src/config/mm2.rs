@@ -252,7 +252,7 @@ impl ConnectorKind {
     ];
 
     /// The connector name MM2 uses (`Class.getSimpleName()`).
-    pub fn simple_name(self) -> &'static str {
+    pub const fn simple_name(self) -> &'static str {
         match self {
             ConnectorKind::Source => "MirrorSourceConnector",
             ConnectorKind::Checkpoint => "MirrorCheckpointConnector",

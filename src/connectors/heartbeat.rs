@@ -160,12 +160,15 @@ pub async fn run_heartbeats(
     };
 
     let key = task_key(flow, CONNECTOR, 0);
-    let info = match leases
-        .store
-        .try_acquire(&key, &leases.owner, leases.ttl)
-        .await
-    {
-        Ok(Some(info)) => info,
+    let acquired = HeldLease::acquire(
+        leases.store.clone(),
+        &key,
+        &leases.owner,
+        leases.ttl,
+        leases.safety,
+    );
+    let lease = match acquired.await {
+        Ok(Some(lease)) => lease,
         Ok(None) => {
             activity.status = "held elsewhere".into();
             return activity;
@@ -175,7 +178,6 @@ pub async fn run_heartbeats(
             return activity;
         }
     };
-    let lease = HeldLease::start(leases.store.clone(), info, leases.ttl, leases.safety);
 
     let role = cfg.common.client_id("heartbeats-producer", Some(0));
     let mut last: Option<Instant> = None;

@@ -76,17 +76,36 @@ pub struct HeldLease {
 }
 
 impl HeldLease {
+    /// Take `key` for `ttl` if it is free or expired, and start renewing it; `None` when
+    /// someone else holds it. The lease counts as held until `ttl − safety` after the acquire
+    /// request was *sent* (see [`HeldLease::start`]).
+    pub async fn acquire(
+        store: Arc<dyn LeaseStore>,
+        key: &str,
+        owner: &str,
+        ttl: Duration,
+        safety: Duration,
+    ) -> Result<Option<Self>, LeaseError> {
+        let requested_at = Instant::now();
+        let info = store.try_acquire(key, owner, ttl).await?;
+        Ok(info.map(|info| HeldLease::start(store, info, ttl, safety, requested_at)))
+    }
+
     /// Start renewing `info` every `ttl / 3`. The lease counts as held until `ttl − safety`
-    /// after the last successful acquire or renewal.
+    /// after the last successful acquire or renewal *request was sent* (`requested_at` for the
+    /// acquire): the store computed the expiry from its clock at or after that instant, so a
+    /// slow answer (a stalled table, a frozen process) only shortens what we trust, never
+    /// lengthens it. `safety` covers the clock skew between this process and the next owner.
     pub fn start(
         store: Arc<dyn LeaseStore>,
         info: LeaseInfo,
         ttl: Duration,
         safety: Duration,
+        requested_at: Instant,
     ) -> Self {
         let valid = ttl.saturating_sub(safety);
         let info = Arc::new(Mutex::new(info));
-        let valid_until = Arc::new(Mutex::new(Instant::now() + valid));
+        let valid_until = Arc::new(Mutex::new(requested_at + valid));
         let lost = Arc::new(AtomicBool::new(false));
         let renewer = {
             let (store, info, valid_until, lost) = (
@@ -201,4 +220,62 @@ pub fn owner_id() -> String {
         std::process::id(),
         chrono::Utc::now().timestamp_millis()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store that answers slowly, as a stalled table or a process frozen mid-request does.
+    struct SlowStore {
+        delay: Duration,
+    }
+
+    #[async_trait]
+    impl LeaseStore for SlowStore {
+        async fn try_acquire(
+            &self,
+            key: &str,
+            owner: &str,
+            ttl: Duration,
+        ) -> Result<Option<LeaseInfo>, LeaseError> {
+            tokio::time::sleep(self.delay).await;
+            Ok(Some(LeaseInfo {
+                key: key.into(),
+                owner: owner.into(),
+                fencing_token: 1,
+                expires_at_ms: ttl.as_millis() as i64,
+            }))
+        }
+        async fn renew(&self, _: &LeaseInfo, _: Duration) -> Result<Option<LeaseInfo>, LeaseError> {
+            std::future::pending().await
+        }
+        async fn release(&self, _: &LeaseInfo) -> Result<(), LeaseError> {
+            Ok(())
+        }
+        async fn describe(&self, _: &str) -> Result<Option<LeaseInfo>, LeaseError> {
+            Ok(None)
+        }
+    }
+
+    #[tokio::test]
+    async fn validity_counts_from_when_the_acquire_was_sent() {
+        let store = Arc::new(SlowStore {
+            delay: Duration::from_millis(300),
+        });
+        let (ttl, safety) = (Duration::from_millis(1000), Duration::from_millis(500));
+        let sent = Instant::now();
+        let held = HeldLease::acquire(store, "k", "me", ttl, safety)
+            .await
+            .unwrap()
+            .unwrap();
+        let ownership = held.ownership();
+        assert!(held.still_owner(), "held right after the acquire returned");
+        // Valid until sent + 500 ms, i.e. ~200 ms after the slow answer; counted from the
+        // answer it would last until ~800 ms.
+        let deadline = sent + ttl - safety;
+        tokio::time::sleep_until((deadline + Duration::from_millis(20)).into()).await;
+        assert!(!held.still_owner(), "trusted past sent + ttl - safety");
+        assert!(!ownership.still_owner(), "the blocking view agrees");
+    }
 }

@@ -369,22 +369,15 @@ impl Run<'_> {
         let mut held = Vec::new();
         for (i, task_groups) in assignment.iter().enumerate() {
             let key = task_key(self.flow, CONNECTOR, i as u32);
-            match self
-                .env
-                .leases
-                .try_acquire(&key, &self.env.owner, self.env.lease_ttl)
-                .await
-            {
-                Ok(Some(info)) => held.push((
-                    i as u32,
-                    task_groups.clone(),
-                    HeldLease::start(
-                        self.env.leases.clone(),
-                        info,
-                        self.env.lease_ttl,
-                        self.env.lease_safety,
-                    ),
-                )),
+            let acquired = HeldLease::acquire(
+                self.env.leases.clone(),
+                &key,
+                &self.env.owner,
+                self.env.lease_ttl,
+                self.env.lease_safety,
+            );
+            match acquired.await {
+                Ok(Some(lease)) => held.push((i as u32, task_groups.clone(), lease)),
                 Ok(None) => self.activity.tasks_held_elsewhere += 1,
                 Err(e) => {
                     self.activity.errors.push(e.to_string());

@@ -1,0 +1,570 @@
+//! The source connector's part of a slice (steps 2–5 of [`super`]): worker topics, the
+//! connector phase under its lease, then every task this invocation wins, copying side by side.
+
+use super::{
+    config_hash_key, join_releases, offsets_hint_key, release_now, setup, task_producer_props,
+    worker_client_props, SliceEnv, SliceError, LEASE_SAFETY, LEASE_TTL,
+};
+use crate::config::connector::{ClientKind, ClusterSide};
+use crate::config::slice::SliceSettings;
+use crate::config::{ConnectorKind, Props, SourceAndTarget};
+use crate::connect::config_store::ConfigStore;
+use crate::connect::internal_topics::{ensure_worker_topics, WorkerTopics};
+use crate::connect::offset_store::{OffsetStore, PartitionKey};
+use crate::connect::status_store::{StatusStore, StatusUpdate};
+use crate::connectors::source::connector::{
+    run_source_connector_phase, ConnectorPhaseOutcome, SyncRun,
+};
+use crate::connectors::source::task::{
+    run_source_task, SourceTaskSpec, TaskError, TaskHooks, TaskMemory, TaskOutcome, TopicPartition,
+};
+use crate::lease::{connector_key, task_key, HeldLease, Ownership};
+use crate::plan::PairConfigs;
+use crate::report::{ConnectorActivity, SliceReport, TaskReport};
+use crate::wire::connect_offsets::SourcePartition;
+use crate::wire::connect_status::{State, Status};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[allow(clippy::too_many_arguments)]
+/// What the source connector's part of a slice runs with.
+pub(super) struct SourceSlice<'a> {
+    pub pair: &'a SourceAndTarget,
+    pub env: &'a SliceEnv,
+    pub settings: &'a SliceSettings,
+    pub configs: &'a PairConfigs,
+    /// Tasks stop consuming at this instant.
+    pub stop_at: Instant,
+    /// Tasks have flushed and committed by this instant.
+    pub deadline: Instant,
+}
+
+/// The Connect worker's own client settings (§2.4), for internal topics and data producers.
+struct WorkerClients {
+    admin: Props,
+    consumer: Props,
+    producer: Props,
+}
+
+/// A task lease this invocation won.
+struct WonTask {
+    id: u32,
+    lease: HeldLease,
+}
+
+impl SourceSlice<'_> {
+    fn flow(&self) -> String {
+        self.pair.to_string()
+    }
+
+    /// Runs the source connector's part of the slice; returns where this slice's offset syncs
+    /// end (the checkpoint work reads at least that far).
+    pub(super) async fn run(&self, report: &mut SliceReport) -> Result<Option<i64>, SliceError> {
+        let worker = &self.configs.worker;
+        let clients = WorkerClients {
+            admin: worker_client_props(worker, "admin"),
+            consumer: worker_client_props(worker, "consumer"),
+            producer: worker_client_props(worker, "producer"),
+        };
+        let t0 = Instant::now();
+        let (topics, connector_lease) = self.worker_topics_and_lease(&clients).await?;
+        phase_done(t0, "worker topics ready, connector lease acquired");
+        // Leases given back while the slice goes on; all are back before it returns. (Detached
+        // tasks, not a JoinSet: an early return must not abort a release in progress.)
+        let mut releases: Vec<tokio::task::JoinHandle<()>> = Vec::new();
+        let phase = self.connector_phase(&topics, &clients).await;
+        releases.push(tokio::spawn(release_now(connector_lease)));
+        let (outcome, configs_written) = match phase {
+            Ok(done) => done,
+            Err(e) => {
+                join_releases(releases).await;
+                return Err(e);
+            }
+        };
+        phase_done(t0, "task configs stored");
+        report.connector = connector_activity(&outcome, configs_written);
+        report.source_tasks = outcome.task_partitions.len() as u32;
+
+        let status = Arc::new(StatusStore::new(
+            topics.status.0.clone(),
+            topics.status.1,
+            clients.consumer.clone(),
+            clients.producer.clone(),
+        ));
+        // Status records are written in the background, in order; all are written before the
+        // slice ends.
+        status.put_all_in_background(vec![StatusUpdate::Connector {
+            name: CONNECTOR.to_string(),
+            status: self.status(State::Running, None),
+        }]);
+        let won = match self.acquire_task_leases(&outcome, report).await {
+            Ok(won) => won,
+            Err(e) => {
+                status.flush_background().await;
+                join_releases(releases).await;
+                return Err(e);
+            }
+        };
+        let memory = TaskMemory::share(won.len());
+        let mut running = tokio::task::JoinSet::new();
+        for task in won {
+            let run = self.task_run(task, &outcome, &topics, &clients, memory);
+            running.spawn(run.run(status.clone(), self.status(State::Running, None), t0));
+        }
+        phase_done(t0, "tasks started");
+        let syncs_end = self
+            .collect_tasks(running, &status, &mut releases, report, t0)
+            .await;
+
+        let failed = report.tasks.iter().any(|t| t.error.is_some());
+        let connector_status = if failed {
+            let trace = "one or more tasks failed; see the task statuses";
+            self.status(State::Failed, Some(trace.into()))
+        } else {
+            self.status(State::Unassigned, None)
+        };
+        status.put_all_in_background(vec![StatusUpdate::Connector {
+            name: CONNECTOR.to_string(),
+            status: connector_status,
+        }]);
+        status.flush_background().await;
+        join_releases(releases).await;
+        phase_done(t0, "connector status written, leases released");
+        Ok(syncs_end)
+    }
+
+    fn status(&self, state: State, trace: Option<String>) -> Status {
+        Status {
+            state,
+            trace,
+            worker_id: self.flow(),
+            generation: 0,
+        }
+    }
+
+    /// Worker topics (step 2) and the connector lease (step 3), side by side: one is Kafka, the
+    /// other the lease table, and both are on every slice's critical path.
+    async fn worker_topics_and_lease(
+        &self,
+        clients: &WorkerClients,
+    ) -> Result<(WorkerTopics, HeldLease), SliceError> {
+        let key = connector_key(&self.flow(), CONNECTOR);
+        let give_up_at = self.stop_at.max(Instant::now() + Duration::from_secs(5));
+        let (topics, lease) = tokio::join!(
+            ensure_worker_topics(&self.configs.worker, &clients.admin),
+            acquire_waiting(self.env, &key, give_up_at)
+        );
+        let lease = lease.map_err(|e| setup(self.pair, e))?;
+        match topics {
+            Ok(topics) => Ok((topics, lease)),
+            Err(e) => {
+                release_now(lease).await;
+                Err(setup(self.pair, e))
+            }
+        }
+    }
+
+    /// Step 3, under the connector lease: topics, configs and ACLs, the task assignment, and
+    /// the connector and task configs in the config topic.
+    async fn connector_phase(
+        &self,
+        topics: &WorkerTopics,
+        clients: &WorkerClients,
+    ) -> Result<(ConnectorPhaseOutcome, bool), SliceError> {
+        let flow = self.flow();
+        let cfg = &self.configs.source;
+        let now_ms = chrono::Utc::now().timestamp_millis();
+        let state = self.env.state.as_ref();
+        let outcome =
+            run_source_connector_phase(cfg, state, &format!("{flow}/{CONNECTOR}"), now_ms)
+                .await
+                .map_err(|e| setup(self.pair, e))?;
+        tracing::debug!("connector phase done");
+        let config_store = ConfigStore::new(
+            topics.configs.0.clone(),
+            clients.consumer.clone(),
+            clients.producer.clone(),
+            self.env.state.clone(),
+        );
+        let written = config_store
+            .put_connector_and_tasks(
+                CONNECTOR,
+                &cfg.common.props,
+                &outcome.task_configs,
+                &config_hash_key(&flow, CONNECTOR),
+            )
+            .await
+            .map_err(|e| setup(self.pair, e))?;
+        Ok((outcome, written))
+    }
+
+    /// Step 4: requests every task's lease at once (one round trip, not one per task). Tasks
+    /// held by another invocation are reported as such; the rest are this slice's.
+    async fn acquire_task_leases(
+        &self,
+        outcome: &ConnectorPhaseOutcome,
+        report: &mut SliceReport,
+    ) -> Result<Vec<WonTask>, SliceError> {
+        let flow = self.flow();
+        let mut acquiring = tokio::task::JoinSet::new();
+        for id in 0..outcome.task_partitions.len() as u32 {
+            let (leases, owner) = (self.env.leases.clone(), self.env.owner.clone());
+            let key = task_key(&flow, CONNECTOR, id);
+            acquiring.spawn(async move {
+                let acquired = HeldLease::acquire(leases, &key, &owner, LEASE_TTL, LEASE_SAFETY);
+                (id, acquired.await)
+            });
+        }
+        let mut won = Vec::new();
+        let mut failure = None;
+        while let Some(joined) = acquiring.join_next().await {
+            match joined.expect("lease acquisition panicked") {
+                (id, Ok(Some(lease))) => won.push(WonTask { id, lease }),
+                (id, Ok(None)) => {
+                    tracing::info!(task = id, "task lease held by another invocation");
+                    report.tasks.push(TaskReport::held_elsewhere(CONNECTOR, id));
+                }
+                (_, Err(e)) => failure = Some(e),
+            }
+        }
+        let Some(e) = failure else {
+            won.sort_by_key(|t| t.id);
+            return Ok(won);
+        };
+        for task in won {
+            release_now(task.lease).await;
+        }
+        Err(setup(self.pair, e))
+    }
+
+    /// Everything one won task needs to run on its own.
+    fn task_run(
+        &self,
+        task: WonTask,
+        outcome: &ConnectorPhaseOutcome,
+        topics: &WorkerTopics,
+        clients: &WorkerClients,
+        memory: TaskMemory,
+    ) -> TaskRun {
+        let (flow, cfg, id) = (self.flow(), &self.configs.source, task.id);
+        let partitions = &outcome.task_partitions[id as usize];
+        let flush_interval = Duration::from_millis(
+            self.configs
+                .worker
+                .get("offset.flush.interval.ms")
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(60_000),
+        );
+        let spec = SourceTaskSpec {
+            name: format!("{flow}|{CONNECTOR}-{id}"),
+            partitions: partitions.clone(),
+            remote_topics: outcome.remote_topics.clone(),
+            stored_offsets: BTreeMap::new(),
+            consumer: cfg.common.client_config(
+                ClusterSide::Source,
+                ClientKind::Consumer,
+                "replication-consumer",
+                Some(id),
+            ),
+            producer: task_producer_props(&clients.producer, &cfg.common.props),
+            offset_syncs: cfg.emit_offset_syncs_enabled.then(|| {
+                (
+                    cfg.offset_syncs_producer_config(Some(id)),
+                    cfg.offset_syncs_topic(),
+                )
+            }),
+            offset_lag_max: cfg.offset_lag_max,
+            flush_interval,
+            stop_at: self.stop_at,
+            flush_deadline: self
+                .deadline
+                .checked_sub(self.settings.commit_margin / 2)
+                .unwrap_or(self.stop_at)
+                .max(self.stop_at),
+            on_gap: self.settings.on_gap,
+            silence_check_after: self.settings.silence_check_after,
+            sync_every_commit: sync_every_commit(&cfg.common.props),
+            memory,
+        };
+        let store = OffsetStore::new(
+            topics.offsets.0.clone(),
+            topics.offsets.1,
+            clients.consumer.clone(),
+            clients.producer.clone(),
+            self.env.state.clone(),
+            offsets_hint_key(&flow, CONNECTOR, id),
+        );
+        TaskRun {
+            id,
+            token: task.lease.info().fencing_token,
+            lease: task.lease,
+            spec,
+            store,
+            source_alias: self.pair.source.clone(),
+        }
+    }
+
+    /// Step 5: as each task ends, its final status and slice report go to the status topic,
+    /// then its lease is given back. Returns where the tasks' offset syncs end.
+    async fn collect_tasks(
+        &self,
+        mut running: tokio::task::JoinSet<(FinishedTask, TaskOutcome)>,
+        status: &Arc<StatusStore>,
+        releases: &mut Vec<tokio::task::JoinHandle<()>>,
+        report: &mut SliceReport,
+        t0: Instant,
+    ) -> Option<i64> {
+        let mut syncs_end: Option<i64> = None;
+        while let Some(joined) = running.join_next().await {
+            let (task, outcome) = joined.expect("task setup panicked");
+            syncs_end = syncs_end.max(outcome.offset_syncs_end);
+            let task_report = TaskReport::from_outcome(CONNECTOR, task.id, task.token, outcome);
+            let state = match task_report.error {
+                Some(_) => State::Failed,
+                None => State::Unassigned,
+            };
+            let report_json = serde_json::to_value(&task_report).expect("report serializes");
+            let updates = vec![
+                StatusUpdate::Task {
+                    connector: CONNECTOR.to_string(),
+                    task: task.id as i32,
+                    status: self.status(state, task_report.error.clone()),
+                },
+                StatusUpdate::SliceReport {
+                    connector: CONNECTOR.to_string(),
+                    task: task.id as i32,
+                    report: report_json,
+                },
+            ];
+            // The lease goes back only after the task's final status is written: a next
+            // holder's RUNNING must not be overtaken by our UNASSIGNED.
+            let written = status.put_all_in_background(updates);
+            releases.push(tokio::spawn(async move {
+                let _ = written.await;
+                release_now(task.lease).await
+            }));
+            report.tasks.push(task_report);
+            phase_done(t0, "task finished and released");
+        }
+        report.tasks.sort_by_key(|t| t.task);
+        syncs_end
+    }
+}
+
+/// One won task, ready to run on its own.
+struct TaskRun {
+    id: u32,
+    token: u64,
+    lease: HeldLease,
+    spec: SourceTaskSpec,
+    store: OffsetStore,
+    source_alias: String,
+}
+
+/// A task that ran: its lease goes back once its status is written.
+struct FinishedTask {
+    id: u32,
+    token: u64,
+    lease: HeldLease,
+}
+
+impl TaskRun {
+    /// Loads the task's stored offsets, marks it RUNNING and copies on a blocking thread.
+    async fn run(
+        self,
+        status: Arc<StatusStore>,
+        running: Status,
+        t0: Instant,
+    ) -> (FinishedTask, TaskOutcome) {
+        let TaskRun {
+            id,
+            token,
+            lease,
+            mut spec,
+            mut store,
+            source_alias,
+        } = self;
+        let finished = |lease| FinishedTask { id, token, lease };
+        let source_partitions: Vec<SourcePartition> = spec
+            .partitions
+            .iter()
+            .map(|(t, p)| PartitionKey::source(&source_alias, t, *p).0)
+            .collect();
+        let loaded = match store.load(&source_partitions).await {
+            Ok(l) => l,
+            Err(e) => {
+                let outcome = failed_outcome(format!("load stored offsets: {e}"));
+                return (finished(lease), outcome);
+            }
+        };
+        tracing::info!(
+            task = id,
+            full_read = loaded.full_read,
+            records_read = loaded.records_read,
+            elapsed_ms = t0.elapsed().as_millis() as u64,
+            "offsets loaded"
+        );
+        spec.stored_offsets = loaded
+            .offsets
+            .iter()
+            .filter_map(|(k, v)| match &k.0 {
+                SourcePartition::Source {
+                    topic, partition, ..
+                } => Some(((topic.clone(), *partition), *v)),
+                _ => None,
+            })
+            .collect();
+        status.put_all_in_background(vec![StatusUpdate::Task {
+            connector: CONNECTOR.to_string(),
+            task: id as i32,
+            status: running,
+        }]);
+        let mut hooks = StoreHooks {
+            store,
+            handle: tokio::runtime::Handle::current(),
+            ownership: lease.ownership(),
+            source_alias,
+        };
+        let copied = tokio::task::spawn_blocking(move || run_source_task(&spec, &mut hooks));
+        let outcome = match copied.await {
+            Ok(o) => o,
+            Err(e) => failed_outcome(format!("task panicked: {e}")),
+        };
+        tracing::debug!(
+            task = id,
+            elapsed_ms = t0.elapsed().as_millis() as u64,
+            "task copy done"
+        );
+        (finished(lease), outcome)
+    }
+}
+
+/// The source connector's simple name: its lease keys, config and status records use it.
+const CONNECTOR: &str = ConnectorKind::Source.simple_name();
+
+fn phase_done(t0: Instant, what: &str) {
+    tracing::debug!(elapsed_ms = t0.elapsed().as_millis() as u64, "{what}");
+}
+
+fn connector_activity(outcome: &ConnectorPhaseOutcome, configs_written: bool) -> ConnectorActivity {
+    ConnectorActivity {
+        ran: true,
+        created_topics: outcome
+            .created_topics
+            .iter()
+            .map(|t| t.name.clone())
+            .collect(),
+        grown_topics: outcome
+            .grown_topics
+            .iter()
+            .map(|(t, from, to)| format!("{t}: {from} -> {to}"))
+            .collect(),
+        config_sync: sync_summary(&outcome.config_sync),
+        acl_sync: sync_summary(&outcome.acl_sync),
+        task_configs_written: configs_written,
+        warnings: outcome.warnings.clone(),
+    }
+}
+
+fn failed_outcome(error: String) -> TaskOutcome {
+    TaskOutcome {
+        partitions: Vec::new(),
+        records: 0,
+        bytes: 0,
+        caught_up: false,
+        commits: 0,
+        offset_syncs_sent: 0,
+        offset_syncs_end: None,
+        gaps: Vec::new(),
+        error: Some(error),
+    }
+}
+
+fn sync_summary(run: &SyncRun) -> String {
+    match run {
+        SyncRun::Disabled => "disabled".into(),
+        SyncRun::NotDue { next_due_ms } => format!("not due until {next_due_ms}"),
+        SyncRun::Skipped { reason } => format!("skipped: {reason}"),
+        SyncRun::Failed { error } => format!("failed: {error}"),
+        SyncRun::Ran {
+            topics,
+            set,
+            deleted,
+            errors,
+        } => format!(
+            "ran: {topics} topics, {set} set, {deleted} deleted, {} errors",
+            errors.len()
+        ),
+    }
+}
+
+/// Take a lease, retrying while another invocation holds it, until `give_up_at`.
+async fn acquire_waiting(
+    env: &SliceEnv,
+    key: &str,
+    give_up_at: Instant,
+) -> Result<HeldLease, String> {
+    let mut wait = Duration::from_millis(20);
+    loop {
+        let acquired =
+            HeldLease::acquire(env.leases.clone(), key, &env.owner, LEASE_TTL, LEASE_SAFETY);
+        match acquired.await {
+            Ok(Some(lease)) => return Ok(lease),
+            Ok(None) if Instant::now() + wait < give_up_at => {
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_millis(500));
+            }
+            Ok(None) => {
+                let holder = env.leases.describe(key).await.ok().flatten();
+                return Err(format!(
+                    "lease {key} is held by {} and was not released in time",
+                    holder
+                        .map(|h| h.owner)
+                        .unwrap_or_else(|| "another owner".into())
+                ));
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+/// Commits go to the Connect offsets topic; ownership comes from the task's lease.
+struct StoreHooks {
+    store: OffsetStore,
+    handle: tokio::runtime::Handle,
+    ownership: Ownership,
+    source_alias: String,
+}
+
+impl TaskHooks for StoreHooks {
+    fn commit(&mut self, offsets: &BTreeMap<TopicPartition, i64>) -> Result<(), TaskError> {
+        let keyed: BTreeMap<PartitionKey, i64> = offsets
+            .iter()
+            .map(|((t, p), o)| (PartitionKey::source(&self.source_alias, t, *p), *o))
+            .collect();
+        // This runs on a blocking thread (the copy loop), where blocking on the runtime is fine.
+        self.handle
+            .block_on(self.store.commit(&keyed))
+            .map(|_| ())
+            .map_err(|e| TaskError::Commit {
+                task: self.store.topic().to_string(),
+                message: e.to_string(),
+            })
+    }
+
+    fn still_owner(&mut self) -> bool {
+        self.ownership.still_owner()
+    }
+}
+
+/// Flow-scoped `A->B.mirrorslice.offset.syncs.every.commit` (default `true`): promote delayed
+/// offset syncs at every commit, including the slice's last, so groups at the end of the log
+/// translate exactly. `false` promotes only every `offset.flush.interval.ms`, like an always-on
+/// MM2; it exists to measure the difference (see `examples/translation_error.rs`).
+fn sync_every_commit(connector_props: &Props) -> bool {
+    connector_props
+        .get("mirrorslice.offset.syncs.every.commit")
+        .map(|v| !v.trim().eq_ignore_ascii_case("false"))
+        .unwrap_or(true)
+}
