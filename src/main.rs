@@ -10,7 +10,11 @@ use mirrorslice::slice::{run_slice, SliceRequest};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// How long `run` waits, after its slices, for their last status, heartbeat and checkpoint
+/// records before exiting (each slice already waited within its own deadline).
+const SETTLE_GRACE: Duration = Duration::from_secs(1);
 
 #[derive(Parser)]
 #[command(
@@ -195,10 +199,17 @@ async fn run(args: RunArgs) -> ExitCode {
         results.push(joined.expect("slice task panicked"));
     }
     results.sort_by_key(|(i, _, _)| *i);
+    // Status, heartbeat and checkpoint records still queued go out before the process exits.
+    let dropped = mirrorslice::slice::settle(Instant::now() + SETTLE_GRACE).await;
 
     let mut exit = ExitCode::SUCCESS;
     let mut reports = Vec::new();
     let mut errors = Vec::new();
+    if let Some(dropped) = &dropped {
+        eprintln!("error: {dropped}");
+        exit = ExitCode::from(1);
+        errors.push(serde_json::json!({ "error": dropped }));
+    }
     for (_, pair, result) in results {
         match result {
             Ok(report) => {

@@ -31,12 +31,25 @@ pub enum StateError {
     },
     #[error("state {key}: {message}")]
     Backend { key: String, message: String },
+    #[error(
+        "state {key}: not written: a newer lease holder wrote it (our fencing token {token} is stale)"
+    )]
+    Fenced { key: String, token: u64 },
 }
 
 /// Small JSON documents by key, e.g. `A->B/MirrorSourceConnector/0/offsets-hint`.
 pub trait StateStore: Send + Sync {
     fn get(&self, key: &str) -> Result<Option<Value>, StateError>;
     fn put(&self, key: &str, value: &Value) -> Result<(), StateError>;
+    /// Store `value` for the holder of a lease with `fencing_token`, unless a holder with a
+    /// newer token wrote `key` already ([`StateError::Fenced`]): a task that lost its lease
+    /// while frozen cannot overwrite its successor's position. The default is a plain write,
+    /// right for stores whose leases cannot pass on while their holder lives (the CLI's kernel
+    /// file locks stay held by a frozen process); stores with expiring leases override it.
+    fn put_fenced(&self, key: &str, value: &Value, fencing_token: u64) -> Result<(), StateError> {
+        let _ = fencing_token;
+        self.put(key, value)
+    }
     /// Several keys at once. Stores with a per-request cost (DynamoDB) answer in one request.
     fn get_many(&self, keys: &[String]) -> Result<BTreeMap<String, Option<Value>>, StateError> {
         keys.iter().map(|k| Ok((k.clone(), self.get(k)?))).collect()
@@ -84,11 +97,23 @@ impl StateStore for SliceState {
 
     fn put(&self, key: &str, value: &Value) -> Result<(), StateError> {
         self.inner.put(key, value)?;
+        self.cache_written(key, value);
+        Ok(())
+    }
+
+    fn put_fenced(&self, key: &str, value: &Value, fencing_token: u64) -> Result<(), StateError> {
+        self.inner.put_fenced(key, value, fencing_token)?;
+        self.cache_written(key, value);
+        Ok(())
+    }
+}
+
+impl SliceState {
+    fn cache_written(&self, key: &str, value: &Value) {
         self.cache
             .lock()
             .expect("state cache poisoned")
             .insert(key.to_string(), Some(value.clone()));
-        Ok(())
     }
 }
 

@@ -7,11 +7,19 @@
 
 mod common;
 
+use common::faults::Frozen;
 use common::TestRecord;
-use mirrorslice::lease::dynamodb::DynamoLeaseStore;
+use mirrorslice::lease::dynamodb::{DynamoLeaseStore, DEFAULT_CLOCK_SKEW};
 use mirrorslice::lease::{connector_key, task_key, LeaseStore};
+use mirrorslice::wire::connect_offsets::{
+    decode_key, decode_value, DecodedPartition, SourcePartition,
+};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::ClientConfig;
 use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 struct Flow {
     source: String,
@@ -52,10 +60,21 @@ impl Flow {
     /// `mirrorslice run` with the lease table in the environment and a state directory of its
     /// own (the caller keeps the TempDir alive).
     fn command(&self, state: &tempfile::TempDir) -> Command {
+        self.command_for(state, "60s")
+    }
+
+    /// [`Flow::command`] with another `--max-duration`.
+    fn command_for(&self, state: &tempfile::TempDir, max_duration: &str) -> Command {
         let mut cmd = Command::new(common::mirrorslice_bin());
         cmd.arg("run")
             .arg(&self.config)
-            .args(["--flow", &self.name(), "--max-duration", "60s", "--json"])
+            .args([
+                "--flow",
+                &self.name(),
+                "--max-duration",
+                max_duration,
+                "--json",
+            ])
             .env("MIRRORSLICE_STATE_DIR", state.path())
             .env("MIRRORSLICE_LEASE_TABLE", &self.table)
             .env("MIRRORSLICE_LOG", "warn");
@@ -157,4 +176,187 @@ async fn four_concurrent_runs_share_one_flow_exactly() {
         assert!(lease.fencing_token >= 1, "{lease:?}");
         assert_eq!(lease.expires_at_ms, 0, "released: {lease:?}");
     }
+}
+
+/// Every committed value of every source partition of `topic`, in commit order.
+async fn committed_history(flow: &Flow, topic: &str) -> BTreeMap<i32, Vec<i64>> {
+    let offsets_topic = format!("mm2-offsets.{}.internal", flow.source);
+    let mut records = common::consume_all(&common::stack().b, &offsets_topic, 25).await;
+    records.sort_by_key(|r| (r.partition, r.offset));
+    let mut history: BTreeMap<i32, Vec<i64>> = BTreeMap::new();
+    for r in records {
+        let key = decode_key(r.key.as_deref().unwrap()).unwrap();
+        if let DecodedPartition::Mirror(SourcePartition::Source {
+            topic: t,
+            partition,
+            ..
+        }) = key.partition
+        {
+            if t == topic {
+                if let Some(v) = decode_value(r.value.as_deref()).unwrap() {
+                    history.entry(partition).or_default().push(v);
+                }
+            }
+        }
+    }
+    history
+}
+
+// A slice frozen (SIGSTOP) past its lease while another invocation takes the lease over and
+// copies everything; then thawed. It must stop writing at once (its extra duplicates bounded by
+// what it had in flight), report the lost lease and exit non-zero; no stored offset moves
+// backwards, and nothing is lost. Unfenced, the thawed slice copied the rest of its backlog
+// again (297,275 duplicates in the issue's run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slice_frozen_past_its_lease_stops_writing_when_it_thaws() {
+    let stack = common::stack();
+    let flow = Flow::new("").await;
+    let name = flow.name();
+    let topic = format!("frozen-{}", flow.source);
+    let remote = format!("{}.{topic}", flow.source);
+    let (partitions, total) = (2, 200_000usize);
+    common::create_topic(&stack.a, &topic, partitions, &[]).await;
+    let data: Vec<TestRecord> = (0..total)
+        .map(|i| TestRecord {
+            partition: (i % partitions as usize) as i32,
+            key: Some(format!("k{i}").into_bytes()),
+            value: Some(vec![b'v'; 512]),
+            headers: Vec::new(),
+            timestamp: Some(1_700_000_000_000 + i as i64),
+        })
+        .collect();
+    common::produce(&stack.a, &topic, &data).await;
+
+    // 1. The first slice copies until a few thousand records are on the target; then it freezes.
+    let state1 = tempfile::tempdir().unwrap();
+    let first = flow
+        .command_for(&state1, "300s")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while common::partition_count(&stack.b, &remote).is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no remote topic"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let watcher: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &stack.b)
+        .create()
+        .unwrap();
+    let copied = |watcher: &BaseConsumer| -> i64 {
+        (0..partitions)
+            .filter_map(|p| {
+                watcher
+                    .fetch_watermarks(&remote, p, Duration::from_secs(1))
+                    .ok()
+            })
+            .map(|(_, high)| high)
+            .sum()
+    };
+    while copied(&watcher) < 5_000 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the first slice copies nothing"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let frozen = Frozen::pid(first.id());
+    let at_freeze = common::consume_count_quick(&stack.b, &remote, partitions).await;
+    assert!(
+        at_freeze < total / 2,
+        "froze too late to tell: {at_freeze} copied"
+    );
+
+    // 2. Its task lease expires; a second invocation takes it and copies everything.
+    let leases = DynamoLeaseStore::with_endpoint(&stack.dynamodb, "us-east-1", &flow.table);
+    let key = task_key(&name, "MirrorSourceConnector", 0);
+    let skew = DEFAULT_CLOCK_SKEW.as_millis() as i64;
+    let expired = Instant::now() + Duration::from_secs(60);
+    loop {
+        let lease = leases
+            .describe(&key)
+            .await
+            .unwrap()
+            .expect("the frozen slice's lease");
+        if lease.expires_at_ms + skew < chrono::Utc::now().timestamp_millis() {
+            break;
+        }
+        assert!(
+            Instant::now() < expired,
+            "the lease never expired: {lease:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let state2 = tempfile::tempdir().unwrap();
+    let second = flow.command(&state2).output().unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(0), "{stderr}");
+    let report: Value = serde_json::from_slice(&second.stdout).unwrap();
+    assert_eq!(report["slices"][0]["caught_up"], true, "{report:#}");
+    let before_thaw = common::consume_count_quick(&stack.b, &remote, partitions).await;
+
+    // 3. The frozen slice thaws: it finds its lease gone and stops.
+    let thawed = frozen.thaw();
+    let mut first = first;
+    while first.try_wait().unwrap().is_none() {
+        assert!(
+            thawed.elapsed() < Duration::from_secs(60),
+            "no exit 60 s after SIGCONT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let exit_after = thawed.elapsed();
+    let out = first.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "reports the lost lease: {stderr}"
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let task = &report["slices"][0]["tasks"][0];
+    let error = task["error"].as_str().unwrap_or_default();
+    assert!(error.contains("lease lost"), "{task:#}");
+    let after_thaw = common::consume_count_quick(&stack.b, &remote, partitions).await;
+    // In flight at the freeze: at most the producer queue (4 MiB of 512 B records) and the rest
+    // of one burst per partition.
+    let in_flight_bound = 4 * 1024 * 1024 / 512 + 2 * 512;
+    let extra = after_thaw - before_thaw;
+    assert!(
+        extra <= in_flight_bound,
+        "{extra} records written after the thaw"
+    );
+
+    // 4. No stored offset moved backwards, and a last slice finds nothing left: nothing lost.
+    for (partition, values) in committed_history(&flow, &topic).await {
+        assert!(
+            values.windows(2).all(|w| w[0] <= w[1]),
+            "partition {partition}: committed offsets went backwards: {values:?}"
+        );
+        assert_eq!(
+            values.last(),
+            Some(&(total as i64 / 2 - 1)),
+            "partition {partition}"
+        );
+    }
+    let state3 = tempfile::tempdir().unwrap();
+    let last = flow.command(&state3).output().unwrap();
+    let report: Value = serde_json::from_slice(&last.stdout).unwrap();
+    assert_eq!(report["slices"][0]["caught_up"], true, "{report:#}");
+    assert_eq!(report["slices"][0]["records"], 0, "{report:#}");
+    let got = common::consume_all(&stack.b, &remote, partitions).await;
+    let keys: BTreeSet<(i32, Vec<u8>)> = got
+        .iter()
+        .map(|r| (r.partition, r.key.clone().unwrap()))
+        .collect();
+    assert_eq!(keys.len(), total, "every source record is on the target");
+    eprintln!(
+        "frozen slice: {at_freeze} copied before the freeze, {extra} written after the thaw \
+         (bound {in_flight_bound}), exited {exit_after:?} after SIGCONT; {} duplicates in all",
+        got.len() - total
+    );
 }

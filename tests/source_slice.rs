@@ -460,3 +460,38 @@ async fn concurrent_runs_of_one_flow_never_duplicate() {
     assert_eq!(got.len(), data.len(), "no duplicates on the target");
     assert_eq!(sorted(got), sorted(data));
 }
+
+// A producer setting that would let an acknowledged record be lost is refused before anything
+// is copied, naming the key and its line; one that only risks order is a loud warning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn producer_settings_that_void_the_guarantee_are_refused() {
+    let stack = common::stack();
+    let flow = Flow::new("acks", "");
+    let topic = format!("acks-{}", flow.source);
+    common::create_topic(&stack.a, &topic, 1, &[]).await;
+    common::produce(&stack.a, &topic, &records(1, 3, "x")).await;
+    let body = std::fs::read_to_string(&flow.config).unwrap();
+    let key = format!("{}.producer.acks", flow.target);
+    std::fs::write(&flow.config, format!("{body}{key} = 1\n")).unwrap();
+    let (code, report, stderr) = flow.run();
+    assert_eq!(code, 2, "a configuration error: {report:#}\n{stderr}");
+    assert!(
+        stderr.contains(&key) && stderr.contains("mm2.properties:") && stderr.contains("acks=all"),
+        "{stderr}"
+    );
+    assert_eq!(
+        common::partition_count(&stack.b, &flow.remote(&topic)),
+        None,
+        "nothing was set up or copied"
+    );
+
+    let warned = format!(
+        "{}.producer.max.in.flight.requests.per.connection",
+        flow.target
+    );
+    std::fs::write(&flow.config, format!("{body}{warned} = 5\n")).unwrap();
+    let report = flow.run_ok();
+    let warnings = report["connector"]["warnings"].to_string();
+    assert!(warnings.contains(&warned), "{report:#}");
+    assert_eq!(report["records"], 3);
+}

@@ -6,7 +6,8 @@ mod common;
 use common::TestRecord;
 use mirrorslice::config::Props;
 use mirrorslice::connectors::source::task::{
-    run_source_task, GapPolicy, SourceTaskSpec, TaskError, TaskHooks, TaskMemory, TopicPartition,
+    run_source_task, GapPolicy, SourceTaskSpec, TaskError, TaskHooks, TaskMemory, TaskOutcome,
+    TopicPartition,
 };
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -15,8 +16,14 @@ use std::time::{Duration, Instant};
 struct MemoryHooks {
     offsets: BTreeMap<TopicPartition, i64>,
     commits: usize,
-    /// The lease is gone: `still_owner` says no.
+    /// The lease is gone: `owned_until` says no.
     lease_lost: bool,
+    /// The lease ends once this many commits were made.
+    lose_lease_after_commits: Option<usize>,
+    /// The lease's validity ends at this instant.
+    lease_ends_at: Option<Instant>,
+    /// When `run_source_task` returned (set by the test).
+    returned_at: Option<Instant>,
 }
 
 impl TaskHooks for MemoryHooks {
@@ -26,8 +33,15 @@ impl TaskHooks for MemoryHooks {
             .extend(offsets.iter().map(|(k, v)| (k.clone(), *v)));
         Ok(())
     }
-    fn still_owner(&mut self) -> bool {
-        !self.lease_lost
+    fn owned_until(&mut self) -> Option<Instant> {
+        let lost = self.lease_lost
+            || self
+                .lose_lease_after_commits
+                .is_some_and(|n| self.commits >= n);
+        (!lost).then(|| {
+            self.lease_ends_at
+                .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600))
+        })
     }
 }
 
@@ -164,10 +178,10 @@ async fn copies_byte_exact_and_resumes_exactly() {
     assert_eq!(got_all, expected_all);
 }
 
-// A task that loses its lease commits nothing more, and its report still says what reached the
-// target (those records are copied again by the next holder: at-least-once, never loss).
+// Fencing: a task whose lease is gone hands nothing to the producer and commits nothing (the
+// holder copies those records; a stale task writing them too would only duplicate them).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lost_lease_commits_nothing_and_reports_what_was_copied() {
+async fn a_task_without_its_lease_writes_and_commits_nothing() {
     let stack = common::stack();
     let source = common::unique("task-lost");
     let remote = format!("A.{source}");
@@ -189,14 +203,17 @@ async fn a_lost_lease_commits_nothing_and_reports_what_was_copied() {
     .await
     .unwrap();
     let error = outcome.error.clone().expect("the task stops");
-    assert!(error.contains("lease"), "{error}");
+    assert!(error.contains("lease lost"), "{error}");
     assert_eq!(hooks.commits, 0, "nothing committed without the lease");
     assert!(hooks.offsets.is_empty());
     assert!(!outcome.caught_up);
-    assert_eq!(outcome.records, data.len() as u64, "{outcome:?}");
+    assert_eq!(outcome.records, 0, "{outcome:?}");
+    assert_eq!(
+        common::consume_count_quick(&stack.b, &remote, partitions).await,
+        0,
+        "nothing written to the target without the lease"
+    );
     for p in &outcome.partitions {
-        assert_eq!(p.records, 5, "{p:?}");
-        assert!(p.bytes > 0, "{p:?}");
         assert!(!p.caught_up, "{p:?}");
         assert_eq!(
             p.end_offset,
@@ -204,4 +221,118 @@ async fn a_lost_lease_commits_nothing_and_reports_what_was_copied() {
             "no commit: the position stays at the start"
         );
     }
+}
+
+/// A 40 MB backlog copied by a task whose lease ends as `hooks` says, with commits every
+/// `flush_interval`. Returns the outcome, the hooks, and how many records reached the target.
+async fn copy_until_the_lease_ends(
+    prefix: &str,
+    mut hooks: MemoryHooks,
+    flush_interval: Duration,
+) -> (TaskOutcome, MemoryHooks, Vec<common::ConsumedRecord>) {
+    let stack = common::stack();
+    let source = common::unique(prefix);
+    let remote = format!("A.{source}");
+    let (partitions, per_partition) = (2, 20_000);
+    common::create_topic(&stack.a, &source, partitions, &[]).await;
+    common::create_topic(&stack.b, &remote, partitions, &[]).await;
+    let data: Vec<TestRecord> = (0..partitions)
+        .flat_map(|p| {
+            (0..per_partition).map(move |i| TestRecord {
+                partition: p,
+                key: Some(format!("k{i}").into_bytes()),
+                value: Some(vec![b'x'; 1024]),
+                headers: Vec::new(),
+                timestamp: Some(1_600_000_000_000 + i as i64),
+            })
+        })
+        .collect();
+    common::produce(&stack.a, &source, &data).await;
+    let mut s = spec(&source, &remote, partitions, &hooks.offsets);
+    s.flush_interval = flush_interval;
+    hooks.lease_ends_at = hooks.lease_ends_at.map(|_| Instant::now() + LEASE_LEFT);
+    let (outcome, hooks) = tokio::task::spawn_blocking(move || {
+        let o = run_source_task(&s, &mut hooks);
+        hooks.returned_at = Some(Instant::now());
+        (o, hooks)
+    })
+    .await
+    .unwrap();
+    let on_target = common::consume_all(&stack.b, &remote, partitions).await;
+    assert_eq!(data.len(), 40_000);
+    (outcome, hooks, on_target)
+}
+
+/// What a lease-ending test leaves the task before its lease runs out.
+const LEASE_LEFT: Duration = Duration::from_millis(200);
+/// Records that may reach the target after the lease ended: what was in flight at that moment,
+/// at most the producer queue (4 MiB of ~1 KiB records) and the rest of one burst per partition.
+const IN_FLIGHT_BOUND: usize = 4 * 1024 + 2 * 512;
+
+// The lease runs out mid-copy, long before the next flush is due: the task stops handing
+// records to the producer at once (not at the next flush), drops what is queued and commits
+// nothing. Unfenced, it copied all 40,000 records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_that_runs_out_mid_copy_stops_the_writes_at_once() {
+    let hooks = MemoryHooks {
+        lease_ends_at: Some(Instant::now()),
+        ..Default::default()
+    };
+    let (outcome, hooks, on_target) =
+        copy_until_the_lease_ends("task-fenced", hooks, Duration::from_secs(60)).await;
+    let error = outcome.error.clone().expect("the task stops");
+    assert!(error.contains("lease lost"), "{error}");
+    assert_eq!(hooks.commits, 0, "no commit after the lease ended");
+    assert!(
+        on_target.len() < 40_000,
+        "the task copied on after its lease ended"
+    );
+    // Beyond what the task saw acknowledged, only what was in flight reached the target.
+    assert!(
+        on_target.len() <= outcome.records as usize + IN_FLIGHT_BOUND,
+        "{} records on the target, {} acknowledged (in-flight bound {IN_FLIGHT_BOUND})",
+        on_target.len(),
+        outcome.records
+    );
+    let (ended, returned) = (hooks.lease_ends_at.unwrap(), hooks.returned_at.unwrap());
+    eprintln!(
+        "lease ran out after {LEASE_LEFT:?}: task stopped and returned {:?} later; {} \
+         acknowledged, {} of 40000 on the target",
+        returned.saturating_duration_since(ended),
+        outcome.records,
+        on_target.len()
+    );
+}
+
+// The lease is lost right after the first commit: nothing is committed after it, and every
+// committed record is on the target (nothing lost); the rest is bounded by what was in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_lost_after_a_commit_commits_nothing_more_and_loses_nothing() {
+    let hooks = MemoryHooks {
+        lose_lease_after_commits: Some(1),
+        ..Default::default()
+    };
+    let (outcome, hooks, on_target) =
+        copy_until_the_lease_ends("task-fenced-commit", hooks, Duration::from_millis(50)).await;
+    let error = outcome.error.clone().expect("the task stops");
+    assert!(error.contains("lease lost"), "{error}");
+    assert_eq!(hooks.commits, 1, "no commit after the lease was lost");
+    let committed: usize = hooks.offsets.values().map(|o| *o as usize + 1).sum();
+    assert!(committed > 0, "the first commit moved: {:?}", hooks.offsets);
+    assert!(
+        on_target.len() <= committed + IN_FLIGHT_BOUND,
+        "{} records on the target, {committed} committed: more than was in flight",
+        on_target.len()
+    );
+    for ((_, p), last) in &hooks.offsets {
+        let here = on_target.iter().filter(|r| r.partition == *p).count() as i64;
+        assert!(
+            here > *last,
+            "partition {p}: committed up to {last}, only {here} on the target"
+        );
+    }
+    eprintln!(
+        "lease lost after a commit: {committed} committed, {} of 40000 on the target",
+        on_target.len()
+    );
 }

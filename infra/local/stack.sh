@@ -6,6 +6,7 @@
 #   infra/local/stack.sh down    # stop what this script started (by PID, never by name)
 #   infra/local/stack.sh status  # one line per service; exit 0 only if all are up
 #   infra/local/stack.sh env     # shell exports for tests and the CLI: eval "$(stack.sh env)"
+#   infra/local/stack.sh tansu-bin   # path of the tansu binary (tests start private brokers)
 #
 # Ports: MIRRORSLICE_STACK_A_PORT (19092), MIRRORSLICE_STACK_B_PORT (29092),
 # MIRRORSLICE_STACK_DYNAMODB_PORT (18000). MIRRORSLICE_TANSU_BIN overrides the tansu binary
@@ -268,8 +269,11 @@ case "${1:-}" in
     down) with_lock cmd_down ;;
     status) cmd_status ;;
     env) cmd_env ;;
+    # For tests that start private servers to freeze (SIGSTOP) without disturbing the shared
+    # stack: the tansu binary, installed if missing.
+    tansu-bin) with_lock tansu_bin ;;
     *)
-        echo "usage: $0 up|down|status|env" >&2
+        echo "usage: $0 up|down|status|env|tansu-bin" >&2
         exit 2
         ;;
 esac

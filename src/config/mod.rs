@@ -10,6 +10,7 @@
 
 pub mod connector;
 pub mod error;
+pub mod guarantees;
 pub mod mm2;
 pub mod properties;
 pub mod providers;

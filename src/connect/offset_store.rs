@@ -160,6 +160,8 @@ pub struct OffsetStore {
     connector: String,
     state: Arc<dyn StateStore>,
     hint_key: String,
+    /// The writing task's lease token: hint writes are fenced by it ([`StateStore::put_fenced`]).
+    fencing_token: Option<u64>,
     read_timeout: Duration,
     tracked: BTreeMap<PartitionKey, Tracked>,
     /// Known stored value of each tracked key (`None` = no offset), as of `positions`.
@@ -202,11 +204,19 @@ impl OffsetStore {
             connector: MIRROR_SOURCE_CONNECTOR.to_string(),
             state,
             hint_key: hint_key.into(),
+            fencing_token: None,
             read_timeout: DEFAULT_READ_TIMEOUT,
             tracked: BTreeMap::new(),
             values: BTreeMap::new(),
             positions: BTreeMap::new(),
         }
+    }
+
+    /// Fence the position hint by the writing task's lease token: a stale holder's write is
+    /// refused once its successor wrote.
+    pub fn fenced_by(mut self, fencing_token: u64) -> Self {
+        self.fencing_token = Some(fencing_token);
+        self
     }
 
     /// The Connect connector name in the keys (default `MirrorSourceConnector`).
@@ -611,7 +621,10 @@ impl OffsetStore {
         if self.state.get(&self.hint_key).ok().flatten().as_ref() == Some(&doc) {
             return Ok(());
         }
-        self.state.put(&self.hint_key, &doc)?;
+        match self.fencing_token {
+            Some(token) => self.state.put_fenced(&self.hint_key, &doc, token)?,
+            None => self.state.put(&self.hint_key, &doc)?,
+        }
         Ok(())
     }
 }

@@ -24,11 +24,11 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer, PurgeConfig};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
 use super::{
@@ -599,9 +599,6 @@ pub fn shared_producer(
     producer: &Props,
     topic: &str,
 ) -> Result<FutureProducer<MirrorContext>, LogError> {
-    static PRODUCERS: std::sync::OnceLock<
-        Mutex<std::collections::HashMap<String, FutureProducer<MirrorContext>>>,
-    > = std::sync::OnceLock::new();
     // `client.id` names the role (which store, which task); it must not split the cache.
     let mut identity = producer.clone();
     identity.remove("client.id");
@@ -619,6 +616,41 @@ pub fn shared_producer(
         .expect("producer cache poisoned")
         .insert(key, p.clone());
     Ok(p)
+}
+
+type ProducerCache = Mutex<std::collections::HashMap<String, FutureProducer<MirrorContext>>>;
+static PRODUCERS: std::sync::OnceLock<ProducerCache> = std::sync::OnceLock::new();
+
+/// Waits until `deadline` for the records still queued in the shared producers (heartbeats,
+/// checkpoints, status), then drops what is left: nothing a slice produced may go out after its
+/// invocation returned (a frozen Lambda would send it on its next thaw, after newer records).
+/// Blocking. Returns how many producers had records left at the deadline.
+pub fn settle_shared_producers(deadline: Instant) -> usize {
+    let Some(cache) = PRODUCERS.get() else {
+        return 0;
+    };
+    let producers: Vec<_> = cache
+        .lock()
+        .expect("producer cache poisoned")
+        .values()
+        .cloned()
+        .collect();
+    let mut unsettled = 0;
+    for p in producers {
+        if p.in_flight_count() == 0 {
+            continue;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if p.flush(left).is_err() {
+            tracing::warn!(
+                queued = p.in_flight_count(),
+                "internal-topic records not delivered by the deadline; dropped"
+            );
+            p.purge(PurgeConfig::default().queue().inflight());
+            unsettled += 1;
+        }
+    }
+    unsettled
 }
 
 async fn await_delivery(

@@ -398,6 +398,42 @@ impl DynamoLeaseStore {
         Ok(())
     }
 
+    /// Store `value` under `key` for the holder of `fencing_token`: refused
+    /// ([`StateError::Fenced`]) when the item was written with a newer token. Async twin of
+    /// [`StateStore::put_fenced`].
+    pub async fn put_state_fenced(
+        &self,
+        key: &str,
+        value: &Value,
+        fencing_token: u64,
+    ) -> Result<(), StateError> {
+        let _timer = RequestTimer::start("PutItem(state, fenced)", key);
+        let doc = serde_json::to_string(value).expect("JSON value serializes");
+        let token = num(fencing_token as i64);
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item(KEY, s(&format!("{STATE_PREFIX}{key}")))
+            .item("doc", AttributeValue::S(doc))
+            .item("updated_at_ms", num(now_ms()))
+            .item("fencing_token", token.clone())
+            .condition_expression("attribute_not_exists(fencing_token) OR fencing_token <= :t")
+            .expression_attribute_values(":t", token)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) => match e.as_service_error() {
+                Some(se) if se.is_conditional_check_failed_exception() => Err(StateError::Fenced {
+                    key: key.to_string(),
+                    token: fencing_token,
+                }),
+                _ => Err(self.state_backend(key, "PutItem", describe_sdk_error(&e))),
+            },
+        }
+    }
+
     /// Run `fut` to completion from synchronous code that is itself inside a multi-thread
     /// tokio runtime (see the module doc).
     fn block_on<T>(
@@ -637,6 +673,11 @@ impl StateStore for DynamoLeaseStore {
     /// Needs the multi-thread tokio runtime; see the module doc.
     fn put(&self, key: &str, value: &Value) -> Result<(), StateError> {
         self.block_on(key, self.put_state(key, value))
+    }
+
+    /// Needs the multi-thread tokio runtime; see the module doc.
+    fn put_fenced(&self, key: &str, value: &Value, fencing_token: u64) -> Result<(), StateError> {
+        self.block_on(key, self.put_state_fenced(key, value, fencing_token))
     }
 
     /// Needs the multi-thread tokio runtime; see the module doc.

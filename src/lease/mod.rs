@@ -196,8 +196,14 @@ pub struct Ownership {
 
 impl Ownership {
     pub fn still_owner(&self) -> bool {
-        !self.lost.load(Ordering::SeqCst)
-            && Instant::now() < *self.valid_until.lock().expect("lease validity")
+        self.valid_until().is_some_and(|t| Instant::now() < t)
+    }
+
+    /// Until when the lease may be trusted (it moves on with every renewal); `None` once it
+    /// was lost to another owner.
+    pub fn valid_until(&self) -> Option<Instant> {
+        (!self.lost.load(Ordering::SeqCst))
+            .then(|| *self.valid_until.lock().expect("lease validity"))
     }
 }
 

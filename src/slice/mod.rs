@@ -22,13 +22,14 @@
 
 mod source;
 
+use crate::config::guarantees;
 use crate::config::slice::SliceSettings;
 use crate::config::{ConfigError, ConnectorKind, MirrorMakerConfig, Props, SourceAndTarget};
 use crate::connectors::checkpoint::runner::{self as checkpoint_runner, CheckpointEnv};
 use crate::connectors::heartbeat::{run_heartbeats, HeartbeatLeases};
 use crate::connectors::source::connector as source_connector;
 use crate::lease::{HeldLease, LeaseStore};
-use crate::plan::pair_configs;
+use crate::plan::{pair_configs, PairConfigs};
 use crate::report::{CheckpointActivity, ConnectorActivity, HeartbeatActivity, SliceReport};
 use crate::state::{SliceState, StateStore};
 use source::SourceSlice;
@@ -107,6 +108,43 @@ fn empty_report(
     }
 }
 
+/// After the last slice of a process (the Lambda handler's one, the CLI's all): waits until
+/// `deadline` for the status, heartbeat and checkpoint records still queued in the process-wide
+/// producers, then drops the rest, so nothing is delivered after the invocation returned (a
+/// frozen Lambda would send it on its next thaw, after newer records). Returns an error line for
+/// the report when records were dropped.
+pub async fn settle(deadline: Instant) -> Option<String> {
+    let settle = move || crate::kafka::internal_log::settle_shared_producers(deadline);
+    let unsettled = tokio::task::spawn_blocking(settle)
+        .await
+        .unwrap_or_default();
+    (unsettled > 0).then(|| {
+        format!(
+            "internal-topic records (status, heartbeats or checkpoints) of {unsettled} \
+             producer(s) were not delivered by the deadline and were dropped"
+        )
+    })
+}
+
+/// Refuses producer settings that void at-least-once ([`guarantees`]) for the data producer and
+/// the producer of the Connect internal topics; returns (and logs) the warnings.
+fn check_producers(
+    mm: &MirrorMakerConfig,
+    pair: &SourceAndTarget,
+    configs: &PairConfigs,
+) -> Result<Vec<String>, ConfigError> {
+    let worker = worker_client_props(&configs.worker, "producer");
+    let data = task_producer_props(&worker, &configs.source.common.props);
+    let mut warnings =
+        guarantees::check_producer(mm, &format!("the data producer of {pair}"), &data)?;
+    let internal = format!("the Connect internal-topic producer of {pair}");
+    warnings.extend(guarantees::check_producer(mm, &internal, &worker)?);
+    for w in &warnings {
+        tracing::warn!("{w}");
+    }
+    Ok(warnings)
+}
+
 /// Client settings the Connect worker itself uses for `kind` ("producer", "consumer", "admin"):
 /// the worker's client keys, then its `<kind>.`-prefixed keys (§2.4).
 fn worker_client_props(worker: &Props, kind: &str) -> Props {
@@ -149,6 +187,7 @@ pub async fn run_slice(
     let _enter = span.enter();
 
     let configs = pair_configs(mm, pair)?;
+    let producer_warnings = check_producers(mm, pair, &configs)?;
     tracing::debug!(
         elapsed_ms = started.elapsed().as_millis() as u64,
         "connector configs resolved"
@@ -203,6 +242,7 @@ pub async fn run_slice(
                 return Err(e);
             }
         }
+        report.connector.warnings.extend(producer_warnings);
         sources_done_ms = Some(chrono::Utc::now().timestamp_millis());
     } else {
         tracing::info!("replication disabled for this pair ({flow}.enabled is not true)");
@@ -258,9 +298,18 @@ fn state_keys(flow: &str, tasks_max: u32) -> Vec<String> {
     keys
 }
 
-async fn join_releases(releases: Vec<tokio::task::JoinHandle<()>>) {
-    for r in releases {
-        let _ = r.await;
+/// Waits for the lease releases (each after its task's status write) until `deadline`; those
+/// still running then are aborted: nothing of a slice runs on after it returns, and a lease not
+/// given back only makes its next holder wait for its expiry.
+async fn join_releases(releases: Vec<tokio::task::JoinHandle<()>>, deadline: Instant) {
+    for mut r in releases {
+        if tokio::time::timeout_at(deadline.into(), &mut r)
+            .await
+            .is_err()
+        {
+            tracing::warn!("lease release not done by the deadline; the lease expires instead");
+            r.abort();
+        }
     }
 }
 
@@ -384,7 +433,17 @@ async fn run_checkpoint_work(
     let until = deadline
         .checked_sub(Duration::from_millis(250))
         .unwrap_or(deadline);
-    checkpoint_runner::run_checkpoints(cfg, flow, &cp_env, &producer, until).await
+    let run = checkpoint_runner::run_checkpoints(cfg, flow, &cp_env, &producer, until);
+    // The runner bounds its own steps by `until`; this bounds the rest (a stalled target's
+    // admin calls) so the slice still ends by its deadline.
+    match tokio::time::timeout_at(deadline.into(), run).await {
+        Ok(activity) => activity,
+        Err(_) => CheckpointActivity {
+            status: "failed: not done by the slice's deadline".into(),
+            errors: vec!["checkpoint work not done by the slice's deadline".into()],
+            ..Default::default()
+        },
+    }
 }
 
 /// [`SliceReport::rpo_ms`]: time since the source tasks finished when the slice caught up;

@@ -18,7 +18,7 @@ use crate::connectors::source::connector::{
 use crate::connectors::source::task::{
     run_source_task, SourceTaskSpec, TaskError, TaskHooks, TaskMemory, TaskOutcome, TopicPartition,
 };
-use crate::lease::{connector_key, task_key, HeldLease, Ownership};
+use crate::lease::{connector_key, task_key, HeldLease, LeaseError, LeaseStore, Ownership};
 use crate::plan::PairConfigs;
 use crate::report::{ConnectorActivity, SliceReport, TaskReport};
 use crate::wire::connect_offsets::SourcePartition;
@@ -78,7 +78,7 @@ impl SourceSlice<'_> {
         let (outcome, configs_written) = match phase {
             Ok(done) => done,
             Err(e) => {
-                join_releases(releases).await;
+                join_releases(releases, self.deadline).await;
                 return Err(e);
             }
         };
@@ -101,8 +101,8 @@ impl SourceSlice<'_> {
         let won = match self.acquire_task_leases(&outcome, report).await {
             Ok(won) => won,
             Err(e) => {
-                status.flush_background().await;
-                join_releases(releases).await;
+                self.flush_status(&status).await;
+                join_releases(releases, self.deadline).await;
                 return Err(e);
             }
         };
@@ -128,10 +128,18 @@ impl SourceSlice<'_> {
             name: CONNECTOR.to_string(),
             status: connector_status,
         }]);
-        status.flush_background().await;
-        join_releases(releases).await;
+        self.flush_status(&status).await;
+        join_releases(releases, self.deadline).await;
         phase_done(t0, "connector status written, leases released");
         Ok(syncs_end)
+    }
+
+    /// Waits for the background status writes until the deadline.
+    async fn flush_status(&self, status: &StatusStore) {
+        let flushed = tokio::time::timeout_at(self.deadline.into(), status.flush_background());
+        if flushed.await.is_err() {
+            tracing::warn!("status records not written by the deadline");
+        }
     }
 
     fn status(&self, state: State, trace: Option<String>) -> Status {
@@ -211,10 +219,8 @@ impl SourceSlice<'_> {
         for id in 0..outcome.task_partitions.len() as u32 {
             let (leases, owner) = (self.env.leases.clone(), self.env.owner.clone());
             let key = task_key(&flow, CONNECTOR, id);
-            acquiring.spawn(async move {
-                let acquired = HeldLease::acquire(leases, &key, &owner, LEASE_TTL, LEASE_SAFETY);
-                (id, acquired.await)
-            });
+            let until = self.stop_at;
+            acquiring.spawn(async move { (id, acquire_by(leases, &key, &owner, until).await) });
         }
         let mut won = Vec::new();
         let mut failure = None;
@@ -294,7 +300,8 @@ impl SourceSlice<'_> {
             clients.producer.clone(),
             self.env.state.clone(),
             offsets_hint_key(&flow, CONNECTOR, id),
-        );
+        )
+        .fenced_by(task.lease.info().fencing_token);
         TaskRun {
             id,
             token: task.lease.info().fencing_token,
@@ -302,6 +309,7 @@ impl SourceSlice<'_> {
             spec,
             store,
             source_alias: self.pair.source.clone(),
+            deadline: self.deadline,
         }
     }
 
@@ -360,6 +368,8 @@ struct TaskRun {
     spec: SourceTaskSpec,
     store: OffsetStore,
     source_alias: String,
+    /// The task has committed by then ([`SourceSlice::deadline`]).
+    deadline: Instant,
 }
 
 /// A task that ran: its lease goes back once its status is written.
@@ -384,6 +394,7 @@ impl TaskRun {
             mut spec,
             mut store,
             source_alias,
+            deadline,
         } = self;
         let finished = |lease| FinishedTask { id, token, lease };
         let source_partitions: Vec<SourcePartition> = spec
@@ -421,6 +432,8 @@ impl TaskRun {
             status: running,
         }]);
         let mut hooks = StoreHooks {
+            task: spec.name.clone(),
+            deadline,
             store,
             handle: tokio::runtime::Handle::current(),
             ownership: lease.ownership(),
@@ -507,9 +520,7 @@ async fn acquire_waiting(
 ) -> Result<HeldLease, String> {
     let mut wait = Duration::from_millis(20);
     loop {
-        let acquired =
-            HeldLease::acquire(env.leases.clone(), key, &env.owner, LEASE_TTL, LEASE_SAFETY);
-        match acquired.await {
+        match acquire_by(env.leases.clone(), key, &env.owner, give_up_at).await {
             Ok(Some(lease)) => return Ok(lease),
             Ok(None) if Instant::now() + wait < give_up_at => {
                 tokio::time::sleep(wait).await;
@@ -529,8 +540,30 @@ async fn acquire_waiting(
     }
 }
 
+/// [`HeldLease::acquire`], given up at `until`: a stalled lease table must not hold the slice
+/// past its stop time. (If the request did land, the lease expires unused.)
+async fn acquire_by(
+    leases: Arc<dyn LeaseStore>,
+    key: &str,
+    owner: &str,
+    until: Instant,
+) -> Result<Option<HeldLease>, LeaseError> {
+    let acquired = HeldLease::acquire(leases, key, owner, LEASE_TTL, LEASE_SAFETY);
+    match tokio::time::timeout_at(until.into(), acquired).await {
+        Ok(result) => result,
+        Err(_) => Err(LeaseError::Backend {
+            key: key.to_string(),
+            message: "the lease store did not answer before the slice's stop time".into(),
+        }),
+    }
+}
+
 /// Commits go to the Connect offsets topic; ownership comes from the task's lease.
 struct StoreHooks {
+    /// The task's name, for errors.
+    task: String,
+    /// Commits are confirmed by then, or reported as failed.
+    deadline: Instant,
     store: OffsetStore,
     handle: tokio::runtime::Handle,
     ownership: Ownership,
@@ -543,18 +576,34 @@ impl TaskHooks for StoreHooks {
             .iter()
             .map(|((t, p), o)| (PartitionKey::source(&self.source_alias, t, *p), *o))
             .collect();
+        // Checked again right before the write (the copy loop checked before the flush), and
+        // the wait for its delivery ends with the lease's validity or the slice's deadline.
+        let Some(valid) = self.ownership.valid_until().filter(|t| Instant::now() < *t) else {
+            return Err(TaskError::LeaseLost {
+                task: self.task.clone(),
+            });
+        };
+        let until = valid.min(self.deadline);
+        let commit = tokio::time::timeout_at(until.into(), self.store.commit(&keyed));
         // This runs on a blocking thread (the copy loop), where blocking on the runtime is fine.
-        self.handle
-            .block_on(self.store.commit(&keyed))
-            .map(|_| ())
-            .map_err(|e| TaskError::Commit {
-                task: self.store.topic().to_string(),
-                message: e.to_string(),
-            })
+        let done = self.handle.block_on(commit);
+        let topic = self.store.topic();
+        let message = match done {
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(e)) => format!("{topic}: {e}"),
+            Err(_) if until == valid => {
+                format!("{topic}: not confirmed before the task's lease expired")
+            }
+            Err(_) => format!("{topic}: not confirmed before the slice's deadline"),
+        };
+        Err(TaskError::Commit {
+            task: self.task.clone(),
+            message,
+        })
     }
 
-    fn still_owner(&mut self) -> bool {
-        self.ownership.still_owner()
+    fn owned_until(&mut self) -> Option<Instant> {
+        self.ownership.valid_until()
     }
 }
 

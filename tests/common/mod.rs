@@ -18,6 +18,8 @@
 //! Fetch), and [`consume_n`] waits for an expected count without looking at watermarks.
 #![allow(dead_code)] // each test binary uses a different subset of the helpers
 
+pub mod faults;
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -538,6 +540,17 @@ pub async fn has_records(bootstrap: &str, topic: &str, partitions: i32) -> bool 
 /// reverse pair emits no heartbeats. `extra` is appended verbatim.
 pub fn flow_properties(source: &str, target: &str, extra: &str) -> String {
     let stack = stack();
+    flow_properties_between(source, &stack.a, target, &stack.b, extra)
+}
+
+/// [`flow_properties`] with the clusters at `a` and `b` (e.g. a test's private broker).
+pub fn flow_properties_between(
+    source: &str,
+    a: &str,
+    target: &str,
+    b: &str,
+    extra: &str,
+) -> String {
     format!(
         "clusters = {source}, {target}\n\
          {source}.bootstrap.servers = {a}\n\
@@ -553,8 +566,6 @@ pub fn flow_properties(source: &str, target: &str, extra: &str) -> String {
          config.storage.replication.factor = 1\n\
          offset.storage.replication.factor = 1\n\
          status.storage.replication.factor = 1\n\
-         {extra}\n",
-        a = stack.a,
-        b = stack.b,
+         {extra}\n"
     )
 }

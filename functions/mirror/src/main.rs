@@ -251,9 +251,15 @@ impl Function {
             deadline: Some(deadline),
         };
         tracing::info!(flow = %flow, budget_ms = budget.as_millis() as u64, config_ms, "slice starting");
-        let report = run_slice(&mm, &flow, &env, &request)
-            .await
-            .map_err(|e| FunctionError::SliceFailed(e.to_string()))?;
+        let ran = run_slice(&mm, &flow, &env, &request).await;
+        // Nothing of the slice may be delivered after the handler returns.
+        let dropped = mirrorslice::slice::settle(deadline).await;
+        let mut report = ran.map_err(|e| FunctionError::SliceFailed(e.to_string()))?;
+        if let Some(error) = dropped {
+            report.ok = false;
+            report.caught_up = false;
+            report.errors.push(error);
+        }
 
         // Straight to stdout: CloudWatch must see the EMF directive at the top level.
         println!(

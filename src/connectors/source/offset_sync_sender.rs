@@ -19,7 +19,9 @@ use crate::config::Props;
 use crate::kafka::{build_error, client_config, ClientError, MirrorContext};
 use crate::wire::offset_sync::OffsetSync;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
+use rdkafka::producer::{
+    BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext, PurgeConfig,
+};
 use rdkafka::{ClientContext, Message};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -123,9 +125,20 @@ impl OffsetSyncSender {
         self.send_all_pending();
         let budget = deadline.saturating_duration_since(Instant::now());
         if let Err(e) = self.producer.flush(budget) {
-            tracing::warn!(error = %e, "offset syncs not all flushed");
+            // Not delivered in time: never delivered later (after the slice, or after the
+            // lease passed on). A missing sync only makes a checkpoint less precise.
+            tracing::warn!(error = %e, "offset syncs not all flushed; dropping the rest");
+            self.purge();
         }
         self.credit_completions();
+    }
+
+    /// Drop every sync not yet delivered: the lease was lost, or the slice is out of time.
+    pub fn purge(&mut self) {
+        self.writer.take_all_pending();
+        self.producer
+            .purge(PurgeConfig::default().queue().inflight());
+        self.producer.poll(Duration::ZERO);
     }
 
     /// Send every pending sync now, whatever the bound: before the final commit, so the syncs

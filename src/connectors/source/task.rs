@@ -40,13 +40,15 @@ use super::position::{
 };
 pub use super::position::{Gap, GapPolicy, ResetPolicy};
 use crate::config::Props;
-use crate::kafka::{build_error, client_config, close_consumer, ClientError, MirrorContext};
+use crate::kafka::{
+    build_error, client_config, close_consumer, listed_offsets, ClientError, MirrorContext,
+};
 use rdkafka::consumer::base_consumer::PartitionQueue;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, Header, Headers, OwnedHeaders};
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use rdkafka::{Message, Timestamp};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer, PurgeConfig};
+use rdkafka::{Message, Offset, Timestamp};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex};
@@ -96,8 +98,15 @@ pub struct SourceTaskSpec {
 pub trait TaskHooks: Send {
     /// Persist committable offsets (the last replicated upstream offset per partition).
     fn commit(&mut self, offsets: &BTreeMap<TopicPartition, i64>) -> Result<(), TaskError>;
-    /// False once this invocation no longer owns the task's lease.
-    fn still_owner(&mut self) -> bool;
+    /// Until when this invocation may act as the task's owner (it moves on as the lease is
+    /// renewed); `None` once the lease was lost. No record, offset sync or commit is handed to
+    /// a producer at or after it, and waits for their delivery end by it.
+    fn owned_until(&mut self) -> Option<Instant>;
+
+    /// False once this invocation no longer owns the task's lease (or may not trust it).
+    fn still_owner(&mut self) -> bool {
+        self.owned_until().is_some_and(|t| Instant::now() < t)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -222,6 +231,9 @@ struct CopyLoop<'a> {
     /// Last offset committed per partition in this slice.
     committed: BTreeMap<TopicPartition, i64>,
     last_commit: Instant,
+    /// The lease's validity as of this turn ([`TaskHooks::owned_until`]): no record is handed
+    /// to the producer at or after it.
+    owned_until: Option<Instant>,
 }
 
 /// Why the copy loop stopped (an `Err` from it aborts the task: nothing more is committed).
@@ -234,6 +246,9 @@ enum Stop {
 
 /// Set by the partition queues' callbacks so an idle copy loop sleeps instead of spinning.
 type Wake = Arc<(Mutex<bool>, Condvar)>;
+
+/// How long the end-of-slice lag probe may wait for the broker's listed end offsets.
+const LAG_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Records taken from one partition queue per turn before moving to the next partition.
 const BURST: usize = 512;
@@ -256,7 +271,11 @@ fn copy(
         .map_err(kafka_err(&spec.name, "assign partitions"))?;
 
     let stop = task.run(hooks, &queues, &wake, syncs.as_mut(), outcome);
-    // Stop fetching first: nothing more will be read, and a closed consumer drops instantly.
+    if let Err(TaskError::LeaseLost { .. }) = &stop {
+        // Before anything else: every moment lets more queued records out.
+        task.abandon(syncs.as_mut());
+    }
+    // Stop fetching: nothing more will be read, and a closed consumer drops instantly.
     drop(queues);
     close_consumer(&task.consumer, Duration::from_millis(500));
     match stop {
@@ -313,6 +332,7 @@ impl<'a> CopyLoop<'a> {
             runs,
             committed: BTreeMap::new(),
             last_commit: Instant::now(),
+            owned_until: None,
         })
     }
 
@@ -364,20 +384,20 @@ impl<'a> CopyLoop<'a> {
             {
                 return Ok(Stop::Done);
             }
+            self.owned_until = hooks.owned_until();
             let progressed = match self.turn(queues, &mut outcome.gaps) {
                 Ok(progressed) => progressed,
+                Err(e @ TaskError::LeaseLost { .. }) => return Err(e),
                 Err(e) => return Ok(Stop::Failed(e)),
             };
+            // Offset syncs are writes too: only while the lease holds.
+            self.check_owner(hooks)?;
             feed_syncs(&self.tracker, &self.runs, syncs.as_deref_mut(), None);
             if let Some(failure) = first_failure(&spec.name, &self.tracker, &self.runs) {
                 return Ok(Stop::Failed(failure));
             }
             if self.last_commit.elapsed() >= spec.flush_interval {
-                if !hooks.still_owner() {
-                    return Err(TaskError::LeaseLost {
-                        task: spec.name.clone(),
-                    });
-                }
+                self.check_owner(hooks)?;
                 self.commit(hooks, syncs.as_deref_mut(), true)?;
                 outcome.commits += 1;
             }
@@ -434,6 +454,12 @@ impl<'a> CopyLoop<'a> {
         gaps: &mut Vec<Gap>,
     ) -> Result<bool, TaskError> {
         let spec = self.spec;
+        // Once per burst, not per record: a freeze mid-burst lets at most the rest of the
+        // burst through after it thaws (see the README's Guarantees).
+        if !self.owned_now() {
+            return Err(self.lease_lost());
+        }
+        let until = self.wait_until(spec.flush_deadline);
         let mut progressed = false;
         for _ in 0..BURST {
             let Some(event) = queue.poll(Duration::ZERO) else {
@@ -443,13 +469,16 @@ impl<'a> CopyLoop<'a> {
             let run = &mut self.runs[idx];
             match event {
                 Ok(msg) => {
-                    forward(&self.producer, run, idx, &msg, &self.tracker).map_err(|e| {
-                        TaskError::Kafka {
-                            task: spec.name.clone(),
-                            what: format!("produce to {}", run.remote),
-                            source: Box::new(e),
+                    if let Err(e) = forward(&self.producer, run, idx, &msg, &self.tracker, until) {
+                        if !self.owned_now() {
+                            return Err(self.lease_lost());
                         }
-                    })?;
+                        return Err(TaskError::Kafka {
+                            task: spec.name.clone(),
+                            what: format!("produce to {}", self.runs[idx].remote),
+                            source: Box::new(e),
+                        });
+                    }
                 }
                 Err(KafkaError::PartitionEOF(_)) => {
                     run.at_end = true;
@@ -498,6 +527,8 @@ impl<'a> CopyLoop<'a> {
     }
 
     /// Flushes, then commits exactly what was acknowledged and sends the slice's last syncs.
+    /// Every wait ends by the flush deadline or the lease's validity, whichever comes first;
+    /// a lease lost on the way commits nothing and drops what is still queued.
     fn finish(
         mut self,
         hooks: &mut dyn TaskHooks,
@@ -506,34 +537,21 @@ impl<'a> CopyLoop<'a> {
         outcome: &mut TaskOutcome,
     ) -> Result<(), TaskError> {
         let spec = self.spec;
-        let task = spec.name.as_str();
-        let flush_budget = spec
-            .flush_deadline
-            .saturating_duration_since(Instant::now());
-        if let Err(e) = self.producer.flush(flush_budget) {
-            // Out of time: drop what librdkafka has not sent yet, so those records cannot land
-            // after the commit and be copied again by the next slice. Requests already in
-            // flight may still succeed; they are the only possible duplicates (at-least-once).
-            tracing::warn!(task, error = %e, "producer flush incomplete; purging unsent records, which the next slice replicates");
-            self.producer
-                .purge(rdkafka::producer::PurgeConfig::default().queue());
-            self.producer.poll(Duration::from_millis(100));
-        }
-        feed_syncs(
-            &self.tracker,
-            &self.runs,
-            syncs.as_deref_mut(),
-            Some(spec.flush_deadline),
-        );
-        let mut result = match stop {
-            Stop::Done => first_failure(task, &self.tracker, &self.runs).map_or(Ok(()), Err),
+        self.owned_until = hooks.owned_until();
+        self.flush_records();
+        let result = match stop {
+            Stop::Done => first_failure(&spec.name, &self.tracker, &self.runs).map_or(Ok(()), Err),
             Stop::Failed(e) => Err(e),
         };
-        if !hooks.still_owner() {
+        let fenced = self.check_owner(hooks).and_then(|()| {
+            let until = self.wait_until(spec.flush_deadline);
+            feed_syncs(&self.tracker, &self.runs, syncs.as_deref_mut(), Some(until));
+            self.check_owner(hooks)
+        });
+        if let Err(lost) = fenced {
+            self.abandon(syncs);
             outcome.partitions = self.early_reports();
-            return Err(TaskError::LeaseLost {
-                task: task.to_string(),
-            });
+            return Err(lost);
         }
         if let Some(s) = syncs.as_deref_mut() {
             // Syncs held back by the in-flight bound go out before the commit's promotion can
@@ -541,17 +559,28 @@ impl<'a> CopyLoop<'a> {
             s.send_all_pending();
         }
         let promote = spec.sync_every_commit || self.last_commit.elapsed() >= spec.flush_interval;
-        if let Err(e) = self.commit(hooks, syncs.as_deref_mut(), promote) {
-            result = Err(e);
-            return result;
-        }
+        self.commit(hooks, syncs.as_deref_mut(), promote)?;
         outcome.commits += 1;
         if let Some(s) = syncs {
             // Offset syncs of the final commit are part of the slice: flush them before exiting.
-            s.finish(spec.flush_deadline);
+            s.finish(self.wait_until(spec.flush_deadline));
         }
         outcome.partitions = self.final_reports();
         result
+    }
+
+    /// Waits for the data producer's deliveries until the flush deadline (or the lease's end).
+    fn flush_records(&self) {
+        let until = self.wait_until(self.spec.flush_deadline);
+        let budget = until.saturating_duration_since(Instant::now());
+        if let Err(e) = self.producer.flush(budget) {
+            // Out of time: drop what librdkafka has not sent yet, so those records cannot land
+            // after the commit and be copied again by the next slice. Requests already in
+            // flight may still succeed; they are the only possible duplicates (at-least-once).
+            tracing::warn!(task = %self.spec.name, error = %e, "producer flush incomplete; purging unsent records, which the next slice replicates");
+            self.producer.purge(PurgeConfig::default().queue());
+            self.producer.poll(Duration::from_millis(100));
+        }
     }
 
     /// Figures count only what was acknowledged and committed. A partition is caught up when
@@ -562,30 +591,39 @@ impl<'a> CopyLoop<'a> {
         for (idx, run) in self.runs.iter_mut().enumerate() {
             let p = &acks.partitions[idx];
             fill_acked(&mut run.report, p);
-            let committed_next = self
-                .committed
-                .get(&run.tp)
-                .map(|o| o + 1)
-                .or(run.report.start_offset);
-            run.report.end_offset = committed_next.or(run.next);
+            run.report.end_offset = committed_next(&self.committed, run).or(run.next);
             run.report.caught_up =
                 run.at_end && !run.done && p.in_flight.is_empty() && p.failure.is_none();
-            run.report.lag = if run.report.caught_up {
-                Some(0)
-            } else {
-                // Records read but not acknowledged are lag for certain; the broker's end
-                // offset may show more (some brokers report it low, so take the larger).
-                let listed = self
-                    .consumer
-                    .fetch_watermarks(&run.tp.0, run.tp.1, Duration::from_secs(2))
-                    .ok()
-                    .map(|(_, high)| high);
-                match (committed_next, run.next.max(listed)) {
-                    (Some(n), Some(end)) => Some((end - n).max(0)),
-                    (None, Some(end)) => Some(end.max(0)),
-                    _ => None,
-                }
+        }
+        drop(acks);
+        // Records read but not acknowledged are lag for certain; the broker's end offset may
+        // show more (some brokers list it low, so take the larger). One request for every
+        // lagging partition, and never past the flush deadline.
+        let lagging: Vec<TopicPartition> = self
+            .runs
+            .iter()
+            .filter(|r| !r.report.caught_up)
+            .map(|r| r.tp.clone())
+            .collect();
+        let budget = self
+            .spec
+            .flush_deadline
+            .saturating_duration_since(Instant::now())
+            .min(LAG_PROBE_TIMEOUT);
+        let listed = if lagging.is_empty() || budget.is_zero() {
+            Default::default()
+        } else {
+            listed_offsets(&self.consumer, &lagging, Offset::End, budget).unwrap_or_default()
+        };
+        for run in &mut self.runs {
+            let next = committed_next(&self.committed, run);
+            let lag = match (next, run.next.max(listed.get(&run.tp).copied())) {
+                _ if run.report.caught_up => Some(0),
+                (Some(n), Some(end)) => Some((end - n).max(0)),
+                (None, Some(end)) => Some(end.max(0)),
+                _ => None,
             };
+            run.report.lag = lag;
         }
         self.reports()
     }
@@ -601,20 +639,63 @@ impl<'a> CopyLoop<'a> {
             .map(|(run, p)| {
                 let mut report = run.report.clone();
                 fill_acked(&mut report, p);
-                report.end_offset = self
-                    .committed
-                    .get(&run.tp)
-                    .map(|o| o + 1)
-                    .or(report.start_offset);
+                report.end_offset = committed_next(&self.committed, run);
                 report.caught_up = false;
                 report
             })
             .collect()
     }
 
+    /// Refreshes the lease's validity; an error when it no longer holds.
+    fn check_owner(&mut self, hooks: &mut dyn TaskHooks) -> Result<(), TaskError> {
+        self.owned_until = hooks.owned_until();
+        if self.owned_now() {
+            Ok(())
+        } else {
+            Err(self.lease_lost())
+        }
+    }
+
+    /// Whether the lease held as of the last check is still within its validity.
+    fn owned_now(&self) -> bool {
+        self.owned_until.is_some_and(|t| Instant::now() < t)
+    }
+
+    fn lease_lost(&self) -> TaskError {
+        TaskError::LeaseLost {
+            task: self.spec.name.clone(),
+        }
+    }
+
+    /// When a wait for deliveries must end: at `deadline`, or earlier when the lease's
+    /// validity ends first.
+    fn wait_until(&self, deadline: Instant) -> Instant {
+        self.owned_until.map_or(deadline, |t| t.min(deadline))
+    }
+
+    /// The lease is lost: drop every record and offset sync not yet delivered (the new owner
+    /// copies them from our last commit), so nothing of ours lands after this point but
+    /// requests already on the wire.
+    fn abandon(&self, syncs: Option<&mut OffsetSyncSender>) {
+        self.producer
+            .purge(PurgeConfig::default().queue().inflight());
+        self.producer.poll(Duration::ZERO);
+        if let Some(s) = syncs {
+            s.purge();
+        }
+    }
+
     fn reports(&self) -> Vec<PartitionReport> {
         self.runs.iter().map(|r| r.report.clone()).collect()
     }
+}
+
+/// The committed position + 1 (where the next slice resumes), or where this one started.
+fn committed_next(committed: &BTreeMap<TopicPartition, i64>, run: &PartitionRun) -> Option<i64> {
+    committed
+        .get(&run.tp)
+        .map(|o| o + 1)
+        .or(run.report.start_offset)
 }
 
 /// A report's figures from what its partition had acknowledged.
@@ -637,13 +718,16 @@ fn wait_for_data(wake: &Wake, stop_at: Instant) {
     *woken = false;
 }
 
-/// Produce one consumed record to the same partition of the remote topic, byte for byte.
+/// Produce one consumed record to the same partition of the remote topic, byte for byte. A
+/// full producer queue is waited out until `until` (the flush deadline, or the lease's end)
+/// and no longer: then the record is never handed over, and stays uncommitted.
 fn forward(
     producer: &BaseProducer<CopyContext>,
     run: &mut PartitionRun,
     idx: usize,
     msg: &BorrowedMessage<'_>,
     tracker: &Arc<Mutex<AckTracker>>,
+    until: Instant,
 ) -> Result<(), KafkaError> {
     let upstream = msg.offset();
     let headers = msg.headers().map(|hs| {
@@ -686,6 +770,10 @@ fn forward(
         match producer.send(record) {
             Ok(()) => break,
             Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                if Instant::now() >= until {
+                    tracker.lock().expect("ack tracker poisoned").purged();
+                    return Err(KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull));
+                }
                 // Back-pressure: let deliveries drain, then retry the same record.
                 record = back;
                 producer.poll(Duration::from_millis(5));

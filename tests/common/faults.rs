@@ -1,0 +1,117 @@
+//! Fault injection for tests: servers of a test's own that it may freeze (SIGSTOP) without
+//! disturbing the shared stack other tests run against, and a guard that always undoes a freeze.
+//! Everything is on loopback and ended by PID.
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Sends `sig` to `pid`.
+pub fn signal(pid: u32, sig: Signal) {
+    kill(Pid::from_raw(pid as i32), sig).expect("signal a process this test started");
+}
+
+/// A port nothing listens on right now (the OS picks it; a race with other tests is unlikely).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
+fn wait_for_port(port: u16, child: &mut Child, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Some(status) = child.try_wait().expect("poll the child") {
+            panic!("{what} exited during start-up: {status}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} not listening on {port} after 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A server process of this test only: continued (if frozen) and killed when dropped.
+pub struct PrivateServer {
+    child: Child,
+    pub port: u16,
+}
+
+impl PrivateServer {
+    /// A tansu broker with memory storage on a free loopback port.
+    pub fn tansu() -> PrivateServer {
+        let out = Command::new(super::stack_script())
+            .arg("tansu-bin")
+            .output()
+            .expect("run stack.sh tansu-bin");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let bin = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        let port = free_port();
+        let url = format!("tcp://127.0.0.1:{port}");
+        let mut child = Command::new(bin)
+            .args(["broker", "--cluster-id", &format!("private-{port}")])
+            .args(["--listener-url", &url, "--advertised-listener-url", &url])
+            .args(["--storage-engine", "memory://tansu/"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start tansu");
+        wait_for_port(port, &mut child, "tansu");
+        PrivateServer { child, port }
+    }
+
+    pub fn bootstrap(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Freeze the server until the returned guard is dropped (or [`Frozen::thaw`]).
+    pub fn freeze(&self) -> Frozen {
+        Frozen::pid(self.child.id())
+    }
+}
+
+impl Drop for PrivateServer {
+    fn drop(&mut self) {
+        signal(self.child.id(), Signal::SIGCONT);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A frozen (SIGSTOPped) process, continued when dropped: a failing test never leaves it
+/// stopped.
+pub struct Frozen {
+    pid: Option<u32>,
+}
+
+impl Frozen {
+    pub fn pid(pid: u32) -> Frozen {
+        signal(pid, Signal::SIGSTOP);
+        Frozen { pid: Some(pid) }
+    }
+
+    /// SIGCONT now; returns when it was sent.
+    pub fn thaw(mut self) -> Instant {
+        if let Some(pid) = self.pid.take() {
+            signal(pid, Signal::SIGCONT);
+        }
+        Instant::now()
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        if let Some(pid) = self.pid.take() {
+            signal(pid, Signal::SIGCONT);
+        }
+    }
+}
