@@ -1,0 +1,174 @@
+//! Slices against a stalled server (issue #17): a server frozen (SIGSTOP) mid-slice must not hold
+//! the slice past its deadline (plus a small documented bound), the slice must report the
+//! failure, and the next slice after the server recovers must lose nothing. Each test freezes
+//! servers of its own (`common::faults`), never the shared stack.
+
+mod common;
+
+use common::faults::PrivateServer;
+use common::TestRecord;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::ClientConfig;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long after its deadline a slice may still be running when a server stalls: the
+/// consumer's close and the producers' purge (0.5 s each), and the CLI's wait for its last
+/// status records (1 s). Documented in the README's Guarantees.
+const EXIT_BOUND: Duration = Duration::from_secs(3);
+
+struct StallFlow {
+    source: String,
+    target: String,
+    config: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl StallFlow {
+    fn new(a: &str, b: &str) -> StallFlow {
+        let source = common::unique("ssrc").replace('-', "");
+        let target = common::unique("sdst").replace('-', "");
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("mm2.properties");
+        std::fs::write(
+            &config,
+            common::flow_properties_between(&source, a, &target, b, ""),
+        )
+        .unwrap();
+        StallFlow {
+            source,
+            target,
+            config,
+            _dir: dir,
+        }
+    }
+
+    fn command(&self, state: &tempfile::TempDir, max_duration: &str) -> Command {
+        let mut cmd = Command::new(common::mirrorslice_bin());
+        cmd.arg("run")
+            .arg(&self.config)
+            .args(["--flow", &format!("{}->{}", self.source, self.target)])
+            .args(["--max-duration", max_duration, "--json"])
+            .env("MIRRORSLICE_STATE_DIR", state.path())
+            .env("MIRRORSLICE_LOG", "warn");
+        cmd
+    }
+}
+
+fn records(partitions: i32, total: usize) -> Vec<TestRecord> {
+    (0..total)
+        .map(|i| TestRecord {
+            partition: (i % partitions as usize) as i32,
+            key: Some(format!("k{i}").into_bytes()),
+            value: Some(vec![b'v'; 512]),
+            headers: Vec::new(),
+            timestamp: Some(1_700_000_000_000 + i as i64),
+        })
+        .collect()
+}
+
+/// Sum of the high watermarks of `topic` on `bootstrap`, polled until it reaches `at_least`.
+fn wait_for_copied(bootstrap: &str, topic: &str, partitions: i32, at_least: i64) {
+    let started = Instant::now();
+    while common::partition_count(bootstrap, topic).is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no {topic} on {bootstrap}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let watcher: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    loop {
+        let copied: i64 = (0..partitions)
+            .filter_map(|p| {
+                watcher
+                    .fetch_watermarks(topic, p, Duration::from_secs(1))
+                    .ok()
+            })
+            .map(|(_, high)| high)
+            .sum();
+        if copied >= at_least {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{copied} copied after 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+// The target broker freezes while a 15 s slice is copying: the slice ends by its deadline plus
+// EXIT_BOUND, reports `ok: false` and exits 1; after the broker thaws, the next slice copies the
+// rest and every record is on the target. Before the fix the slice ran 40 s for a 15 s budget
+// and reported `ok: true`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_broker_stalled_mid_slice_ends_the_slice_by_its_deadline() {
+    let stack = common::stack();
+    let broker = PrivateServer::tansu();
+    let flow = StallFlow::new(&stack.a, &broker.bootstrap());
+    let topic = format!("stall-{}", flow.source);
+    let remote = format!("{}.{topic}", flow.source);
+    let (partitions, total) = (2, 100_000usize);
+    common::create_topic(&stack.a, &topic, partitions, &[]).await;
+    common::produce(&stack.a, &topic, &records(partitions, total)).await;
+
+    let state = tempfile::tempdir().unwrap();
+    let max = Duration::from_secs(15);
+    let started = Instant::now();
+    let mut slice = flow
+        .command(&state, "15s")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_copied(&broker.bootstrap(), &remote, partitions, 5_000);
+    let frozen = broker.freeze();
+    let frozen_at = started.elapsed();
+    while slice.try_wait().unwrap().is_none() {
+        assert!(
+            started.elapsed() < max + Duration::from_secs(60),
+            "the slice never ended"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = started.elapsed();
+    let out = slice.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the failure is reported: {stderr}"
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["ok"], false, "{report:#}");
+    let overrun = took.saturating_sub(max);
+    assert!(
+        overrun <= EXIT_BOUND,
+        "ended {overrun:?} after its deadline: {stderr}"
+    );
+
+    frozen.thaw();
+    let state = tempfile::tempdir().unwrap();
+    let next = flow.command(&state, "60s").output().unwrap();
+    let stderr = String::from_utf8_lossy(&next.stderr);
+    assert_eq!(next.status.code(), Some(0), "{stderr}");
+    let report: Value = serde_json::from_slice(&next.stdout).unwrap();
+    assert_eq!(report["slices"][0]["caught_up"], true, "{report:#}");
+    let got = common::consume_all(&broker.bootstrap(), &remote, partitions).await;
+    let keys: BTreeSet<(i32, Vec<u8>)> = got
+        .iter()
+        .map(|r| (r.partition, r.key.clone().unwrap()))
+        .collect();
+    assert_eq!(keys.len(), total, "every record is on the target");
+    eprintln!(
+        "target stalled at {frozen_at:?}: the 15 s slice ended after {took:?} ({overrun:?} past \
+         its deadline); {} duplicates after the next slice",
+        got.len() - total
+    );
+}
