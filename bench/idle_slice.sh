@@ -5,6 +5,7 @@
 # invocation pays, so it decides what a short schedule costs. Target: <= 150 ms.
 #
 #   bench/idle_slice.sh            # 20 runs per backend (RUNS=N to change), release build
+#   MIRRORSLICE_BENCH_BIN=path bench/idle_slice.sh   # the same with another mirrorslice binary
 #
 # Measured twice: with the DynamoDB lease (MIRRORSLICE_LEASE_TABLE, moto on the local stack —
 # a local server, so this shows our own cost, not DynamoDB's network latency) and with the
@@ -19,8 +20,12 @@ RUNS="${RUNS:-20}"
 
 infra/local/stack.sh up >/dev/null
 eval "$(infra/local/stack.sh env)"
-cargo build --release --quiet --bin mirrorslice
-BIN="$ROOT/target/release/mirrorslice"
+if [[ -n "${MIRRORSLICE_BENCH_BIN:-}" ]]; then
+    BIN="$MIRRORSLICE_BENCH_BIN" # another build, e.g. to compare before and after a change
+else
+    cargo build --release --quiet --bin mirrorslice
+    BIN="$ROOT/target/release/mirrorslice"
+fi
 python3 -c "import confluent_kafka" 2>/dev/null || python3 -m pip install --quiet confluent-kafka
 
 WORK="$(mktemp -d)"

@@ -29,6 +29,8 @@
 //! * `MIRRORSLICE_BENCH_TP_REPS` (3) — how many times the pipe and the one-task slice alternate
 //!   in the throughput measurement (ratios are medians);
 //! * `MIRRORSLICE_BENCH_ONLY` = `throughput` | `startup`;
+//! * `MIRRORSLICE_BENCH_BIN` — measure another `mirrorslice` build (e.g. before a change)
+//!   against the same baselines;
 //! * `MIRRORSLICE_BENCH_CONSUMER`, `MIRRORSLICE_BENCH_PRODUCER` (both `none`: skipped), e.g.
 //!   `queued.max.messages.kbytes=1024`, `queue.buffering.max.kbytes=2048` — a second set of
 //!   throughput runs with these librdkafka settings on top of the task's defaults, given alike
@@ -91,6 +93,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const CONNECTOR: &str = "MirrorSourceConnector";
 const MIRRORSLICE: &str = env!("CARGO_BIN_EXE_mirrorslice");
+
+/// The `mirrorslice` binary measured: this build's, or `MIRRORSLICE_BENCH_BIN` (another build,
+/// to compare before and after a change against the same pipe).
+fn mirrorslice_bin() -> String {
+    std::env::var("MIRRORSLICE_BENCH_BIN").unwrap_or_else(|_| MIRRORSLICE.to_string())
+}
 const TIME_BIN: &str = "/usr/bin/time";
 
 /// The task's settings, copied from `src/connectors/source/task.rs` (CONSUMER_FORCED,
@@ -544,7 +552,7 @@ impl Flow {
             ("MIRRORSLICE_LOG", log.to_string()),
             ("NO_COLOR", "1".to_string()),
         ];
-        let f = run_measured(MIRRORSLICE, &args, &envs)?;
+        let f = run_measured(&mirrorslice_bin(), &args, &envs)?;
         let report: Value = serde_json::from_str(&f.stdout).map_err(|e| {
             format!(
                 "{}: report is not JSON ({e}): {}\nstderr: {}",
@@ -1694,9 +1702,10 @@ async fn bench_main() -> BenchResult<()> {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
     println!(
-        "mirrorslice benchmarks (issue #3): revision {revision}, {} CPUs, load average {} at start; binary {MIRRORSLICE}",
+        "mirrorslice benchmarks (issue #3): revision {revision}, {} CPUs, load average {} at start; binary {}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
-        load()
+        load(),
+        mirrorslice_bin()
     );
     let only = s.only.as_deref();
     if only.is_none() || only == Some("throughput") {

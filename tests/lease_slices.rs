@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::faults::Frozen;
+use common::faults::{wait_for_exit, Frozen};
 use common::TestRecord;
 use mirrorslice::lease::dynamodb::{DynamoLeaseStore, DEFAULT_CLOCK_SKEW};
 use mirrorslice::lease::{connector_key, task_key, LeaseStore};
@@ -300,17 +300,8 @@ async fn a_slice_frozen_past_its_lease_stops_writing_when_it_thaws() {
     let before_thaw = common::consume_count_quick(&stack.b, &remote, partitions).await;
 
     // 3. The frozen slice thaws: it finds its lease gone and stops.
-    let thawed = frozen.thaw();
-    let mut first = first;
-    while first.try_wait().unwrap().is_none() {
-        assert!(
-            thawed.elapsed() < Duration::from_secs(60),
-            "no exit 60 s after SIGCONT"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let exit_after = thawed.elapsed();
-    let out = first.wait_with_output().unwrap();
+    frozen.thaw();
+    let (out, exit_after) = wait_for_exit(first, Duration::from_secs(60));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         out.status.code(),

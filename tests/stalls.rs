@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::faults::PrivateServer;
+use common::faults::{wait_for_exit, PrivateServer};
 use common::TestRecord;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::ClientConfig;
@@ -121,7 +121,7 @@ async fn a_target_broker_stalled_mid_slice_ends_the_slice_by_its_deadline() {
     let state = tempfile::tempdir().unwrap();
     let max = Duration::from_secs(15);
     let started = Instant::now();
-    let mut slice = flow
+    let slice = flow
         .command(&state, "15s")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -130,15 +130,8 @@ async fn a_target_broker_stalled_mid_slice_ends_the_slice_by_its_deadline() {
     wait_for_copied(&broker.bootstrap(), &remote, partitions, 5_000);
     let frozen = broker.freeze();
     let frozen_at = started.elapsed();
-    while slice.try_wait().unwrap().is_none() {
-        assert!(
-            started.elapsed() < max + Duration::from_secs(60),
-            "the slice never ended"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (out, _) = wait_for_exit(slice, max + Duration::from_secs(60));
     let took = started.elapsed();
-    let out = slice.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         out.status.code(),

@@ -481,17 +481,7 @@ fn connector_activity(outcome: &ConnectorPhaseOutcome, configs_written: bool) ->
 }
 
 fn failed_outcome(error: String) -> TaskOutcome {
-    TaskOutcome {
-        partitions: Vec::new(),
-        records: 0,
-        bytes: 0,
-        caught_up: false,
-        commits: 0,
-        offset_syncs_sent: 0,
-        offset_syncs_end: None,
-        gaps: Vec::new(),
-        error: Some(error),
-    }
+    TaskOutcome::empty(Some(error))
 }
 
 fn sync_summary(run: &SyncRun) -> String {

@@ -35,6 +35,17 @@ fn wait_for_port(port: u16, child: &mut Child, what: &str) {
     }
 }
 
+/// Waits for `child` to exit, at most `limit` (panics then); its output and how long it took.
+pub fn wait_for_exit(mut child: Child, limit: Duration) -> (std::process::Output, Duration) {
+    let started = Instant::now();
+    while child.try_wait().expect("poll the child").is_none() {
+        assert!(started.elapsed() < limit, "no exit after {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = started.elapsed();
+    (child.wait_with_output().expect("the child's output"), took)
+}
+
 /// A server process of this test only: continued (if frozen) and killed when dropped.
 pub struct PrivateServer {
     child: Child,

@@ -178,19 +178,26 @@ pub struct TaskOutcome {
 // The copy loop
 // ---------------------------------------------------------------------------------------------
 
+impl TaskOutcome {
+    /// A task that did nothing (yet), or failed with `error` before copying.
+    pub fn empty(error: Option<String>) -> Self {
+        TaskOutcome {
+            partitions: Vec::new(),
+            records: 0,
+            bytes: 0,
+            caught_up: false,
+            commits: 0,
+            offset_syncs_sent: 0,
+            offset_syncs_end: None,
+            gaps: Vec::new(),
+            error,
+        }
+    }
+}
+
 /// Run one task for one slice. Blocking: call it from a blocking thread.
 pub fn run_source_task(spec: &SourceTaskSpec, hooks: &mut dyn TaskHooks) -> TaskOutcome {
-    let mut outcome = TaskOutcome {
-        partitions: Vec::new(),
-        records: 0,
-        bytes: 0,
-        caught_up: false,
-        commits: 0,
-        offset_syncs_sent: 0,
-        offset_syncs_end: None,
-        gaps: Vec::new(),
-        error: None,
-    };
+    let mut outcome = TaskOutcome::empty(None);
     // Created by `copy` beside the other clients; read here so every way out reports it.
     let mut syncs: Option<OffsetSyncSender> = None;
     if let Err(e) = copy(spec, hooks, &mut syncs, &mut outcome) {
