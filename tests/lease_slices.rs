@@ -14,8 +14,6 @@ use mirrorslice::lease::{connector_key, task_key, LeaseStore};
 use mirrorslice::wire::connect_offsets::{
     decode_key, decode_value, DecodedPartition, SourcePartition,
 };
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::ClientConfig;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Command, Stdio};
@@ -235,35 +233,7 @@ async fn a_slice_frozen_past_its_lease_stops_writing_when_it_thaws() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    while common::partition_count(&stack.b, &remote).is_none() {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "no remote topic"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let watcher: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", &stack.b)
-        .create()
-        .unwrap();
-    let copied = |watcher: &BaseConsumer| -> i64 {
-        (0..partitions)
-            .filter_map(|p| {
-                watcher
-                    .fetch_watermarks(&remote, p, Duration::from_secs(1))
-                    .ok()
-            })
-            .map(|(_, high)| high)
-            .sum()
-    };
-    while copied(&watcher) < 5_000 {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the first slice copies nothing"
-        );
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    common::faults::wait_for_copied(&stack.b, &remote, partitions, 5_000);
     let frozen = Frozen::pid(first.id());
     let at_freeze = common::consume_count_quick(&stack.b, &remote, partitions).await;
     assert!(

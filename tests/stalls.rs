@@ -7,8 +7,6 @@ mod common;
 
 use common::faults::{wait_for_exit, PrivateServer};
 use common::TestRecord;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::ClientConfig;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
@@ -69,40 +67,6 @@ fn records(partitions: i32, total: usize) -> Vec<TestRecord> {
         .collect()
 }
 
-/// Sum of the high watermarks of `topic` on `bootstrap`, polled until it reaches `at_least`.
-fn wait_for_copied(bootstrap: &str, topic: &str, partitions: i32, at_least: i64) {
-    let started = Instant::now();
-    while common::partition_count(bootstrap, topic).is_none() {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "no {topic} on {bootstrap}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let watcher: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()
-        .unwrap();
-    loop {
-        let copied: i64 = (0..partitions)
-            .filter_map(|p| {
-                watcher
-                    .fetch_watermarks(topic, p, Duration::from_secs(1))
-                    .ok()
-            })
-            .map(|(_, high)| high)
-            .sum();
-        if copied >= at_least {
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "{copied} copied after 60 s"
-        );
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
 // The target broker freezes while a 15 s slice is copying: the slice ends by its deadline plus
 // EXIT_BOUND, reports `ok: false` and exits 1; after the broker thaws, the next slice copies the
 // rest and every record is on the target. Before the fix the slice ran 40 s for a 15 s budget
@@ -127,7 +91,7 @@ async fn a_target_broker_stalled_mid_slice_ends_the_slice_by_its_deadline() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for_copied(&broker.bootstrap(), &remote, partitions, 5_000);
+    common::faults::wait_for_copied(&broker.bootstrap(), &remote, partitions, 5_000);
     let frozen = broker.freeze();
     let frozen_at = started.elapsed();
     let (out, _) = wait_for_exit(slice, max + Duration::from_secs(60));

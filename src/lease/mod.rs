@@ -69,8 +69,7 @@ pub trait LeaseStore: Send + Sync {
 /// commit: it is true only while the last successful renewal is comfortably before expiry.
 pub struct HeldLease {
     info: Arc<Mutex<LeaseInfo>>,
-    valid_until: Arc<Mutex<Instant>>,
-    lost: Arc<AtomicBool>,
+    ownership: Ownership,
     renewer: Option<tokio::task::JoinHandle<()>>,
     store: Arc<dyn LeaseStore>,
 }
@@ -105,15 +104,13 @@ impl HeldLease {
     ) -> Self {
         let valid = ttl.saturating_sub(safety);
         let info = Arc::new(Mutex::new(info));
-        let valid_until = Arc::new(Mutex::new(requested_at + valid));
-        let lost = Arc::new(AtomicBool::new(false));
+        let ownership = Ownership {
+            valid_until: Arc::new(Mutex::new(requested_at + valid)),
+            lost: Arc::new(AtomicBool::new(false)),
+        };
         let renewer = {
-            let (store, info, valid_until, lost) = (
-                store.clone(),
-                info.clone(),
-                valid_until.clone(),
-                lost.clone(),
-            );
+            let (store, info) = (store.clone(), info.clone());
+            let Ownership { valid_until, lost } = ownership.clone();
             tokio::spawn(async move {
                 let period = (ttl / 3).max(Duration::from_millis(50));
                 loop {
@@ -141,8 +138,7 @@ impl HeldLease {
         };
         HeldLease {
             info,
-            valid_until,
-            lost,
+            ownership,
             renewer: Some(renewer),
             store,
         }
@@ -154,16 +150,12 @@ impl HeldLease {
 
     /// True while this process may still act as the lease's owner.
     pub fn still_owner(&self) -> bool {
-        !self.lost.load(Ordering::SeqCst)
-            && Instant::now() < *self.valid_until.lock().expect("lease validity")
+        self.ownership.still_owner()
     }
 
     /// A cheap, clonable view of [`still_owner`](Self::still_owner) for blocking code.
     pub fn ownership(&self) -> Ownership {
-        Ownership {
-            valid_until: self.valid_until.clone(),
-            lost: self.lost.clone(),
-        }
+        self.ownership.clone()
     }
 
     /// Stop renewing and give the lease back.
@@ -171,7 +163,7 @@ impl HeldLease {
         if let Some(r) = self.renewer.take() {
             r.abort();
         }
-        if self.lost.load(Ordering::SeqCst) {
+        if self.ownership.lost.load(Ordering::SeqCst) {
             return Ok(());
         }
         let info = self.info();

@@ -405,7 +405,7 @@ impl TaskRun {
         let loaded = match store.load(&source_partitions).await {
             Ok(l) => l,
             Err(e) => {
-                let outcome = failed_outcome(format!("load stored offsets: {e}"));
+                let outcome = TaskOutcome::empty(Some(format!("load stored offsets: {e}")));
                 return (finished(lease), outcome);
             }
         };
@@ -442,7 +442,7 @@ impl TaskRun {
         let copied = tokio::task::spawn_blocking(move || run_source_task(&spec, &mut hooks));
         let outcome = match copied.await {
             Ok(o) => o,
-            Err(e) => failed_outcome(format!("task panicked: {e}")),
+            Err(e) => TaskOutcome::empty(Some(format!("task panicked: {e}"))),
         };
         tracing::debug!(
             task = id,
@@ -478,10 +478,6 @@ fn connector_activity(outcome: &ConnectorPhaseOutcome, configs_written: bool) ->
         task_configs_written: configs_written,
         warnings: outcome.warnings.clone(),
     }
-}
-
-fn failed_outcome(error: String) -> TaskOutcome {
-    TaskOutcome::empty(Some(error))
 }
 
 fn sync_summary(run: &SyncRun) -> String {

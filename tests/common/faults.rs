@@ -4,6 +4,8 @@
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::ClientConfig;
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -44,6 +46,41 @@ pub fn wait_for_exit(mut child: Child, limit: Duration) -> (std::process::Output
     }
     let took = started.elapsed();
     (child.wait_with_output().expect("the child's output"), took)
+}
+
+/// Polls the sum of `topic`'s high watermarks on `bootstrap` (one cheap request per partition,
+/// not a read) until it reaches `at_least`: for freezing a writer mid-copy. Panics after 60 s.
+pub fn wait_for_copied(bootstrap: &str, topic: &str, partitions: i32, at_least: i64) {
+    let started = Instant::now();
+    while super::partition_count(bootstrap, topic).is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no {topic} on {bootstrap}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let watcher: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .expect("a watermark consumer");
+    loop {
+        let copied: i64 = (0..partitions)
+            .filter_map(|p| {
+                watcher
+                    .fetch_watermarks(topic, p, Duration::from_secs(1))
+                    .ok()
+            })
+            .map(|(_, high)| high)
+            .sum();
+        if copied >= at_least {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{copied} copied after 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 /// A server process of this test only: continued (if frozen) and killed when dropped.

@@ -72,16 +72,7 @@ impl Gap {
         low: i64,
         on_gap: GapPolicy,
     ) -> Gap {
-        let skipped = on_gap == GapPolicy::Skip;
-        Gap {
-            topic: tp.0.clone(),
-            partition: tp.1,
-            from_offset: next,
-            to_offset: low,
-            kind: "below_log_start",
-            skipped,
-            resumed_at: skipped.then_some(low),
-        }
+        Gap::new(tp, "below_log_start", (next, low), low, on_gap)
     }
 
     /// The next offset needed is beyond the log end `high`; skipping resumes at the start `low`.
@@ -91,13 +82,24 @@ impl Gap {
         (low, high): (i64, i64),
         on_gap: GapPolicy,
     ) -> Gap {
+        Gap::new(tp, "beyond_log_end", (high, next), low, on_gap)
+    }
+
+    /// The range `from..to` of `kind`; with [`GapPolicy::Skip`] the partition resumes at `low`.
+    fn new(
+        tp: &TopicPartition,
+        kind: &'static str,
+        (from_offset, to_offset): (i64, i64),
+        low: i64,
+        on_gap: GapPolicy,
+    ) -> Gap {
         let skipped = on_gap == GapPolicy::Skip;
         Gap {
             topic: tp.0.clone(),
             partition: tp.1,
-            from_offset: high,
-            to_offset: next,
-            kind: "beyond_log_end",
+            from_offset,
+            to_offset,
+            kind,
             skipped,
             resumed_at: skipped.then_some(low),
         }
@@ -237,11 +239,10 @@ pub(super) fn out_of_range_gap(
     consumer: &BaseConsumer<MirrorContext>,
     spec: &SourceTaskSpec,
     run: &PartitionRun,
-    timeout: Duration,
 ) -> Result<Gap, TaskError> {
     let (topic, partition) = (&run.tp.0, run.tp.1);
     let (low, high) = consumer
-        .fetch_watermarks(topic, partition, timeout)
+        .fetch_watermarks(topic, partition, WATERMARK_TIMEOUT)
         .map_err(kafka_err(
             &spec.name,
             format!("list offsets of {topic}-{partition}"),
@@ -278,7 +279,7 @@ pub(super) fn reposition(
 }
 
 /// How long listing a partition's log bounds may take.
-pub(super) const WATERMARK_TIMEOUT: Duration = Duration::from_secs(10);
+const WATERMARK_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Positions every partition at its stored offset + 1 (or where the reset policy says), after
 /// checking that offset against the log start, and returns the assignment. A gap is reported

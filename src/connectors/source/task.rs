@@ -18,8 +18,9 @@
 //!    the offset-sync rules (§7.5).
 //! 4. **Commit.** Every `offset.flush.interval.ms` and at the end, committable offsets go to the
 //!    caller's [`TaskHooks::commit`] (the Connect offsets topic) and delayed offset syncs are
-//!    promoted and sent (KAFKA-15906). Before committing, [`TaskHooks::still_owner`] must
-//!    confirm the lease: a task that lost it stops and commits nothing more.
+//!    promoted and sent (KAFKA-15906). Records, syncs and commits are handed over only
+//!    within [`TaskHooks::owned_until`]: a task whose lease lapsed or was taken drops what is
+//!    queued, stops and commits nothing more.
 //! 5. **Stop.** At `stop_at`, or when every partition has reported end-of-partition at its
 //!    position. "Caught up" comes from the consumer's own end-of-partition event, never from
 //!    watermark arithmetic (some brokers report a high watermark that trails the log end).
@@ -36,7 +37,7 @@ use super::clients::{consumer_props, producer_props};
 use super::offset_sync_sender::OffsetSyncSender;
 use super::position::{
     apply_gap, confirm_at_end, out_of_range_gap, position_of, position_partitions, silent_gap,
-    PartitionRun, WATERMARK_TIMEOUT,
+    PartitionRun,
 };
 pub use super::position::{Gap, GapPolicy, ResetPolicy};
 use crate::config::Props;
@@ -102,11 +103,6 @@ pub trait TaskHooks: Send {
     /// renewed); `None` once the lease was lost. No record, offset sync or commit is handed to
     /// a producer at or after it, and waits for their delivery end by it.
     fn owned_until(&mut self) -> Option<Instant>;
-
-    /// False once this invocation no longer owns the task's lease (or may not trust it).
-    fn still_owner(&mut self) -> bool {
-        self.owned_until().is_some_and(|t| Instant::now() < t)
-    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -397,8 +393,10 @@ impl<'a> CopyLoop<'a> {
                 Err(e @ TaskError::LeaseLost { .. }) => return Err(e),
                 Err(e) => return Ok(Stop::Failed(e)),
             };
-            // Offset syncs are writes too: only while the lease holds.
-            self.check_owner(hooks)?;
+            // Offset syncs are writes too: only while the lease holds (as of this turn).
+            if !self.owned_now() {
+                return Err(self.lease_lost());
+            }
             feed_syncs(&self.tracker, &self.runs, syncs.as_deref_mut(), None);
             if let Some(failure) = first_failure(&spec.name, &self.tracker, &self.runs) {
                 return Ok(Stop::Failed(failure));
@@ -498,7 +496,7 @@ impl<'a> CopyLoop<'a> {
                     break;
                 }
                 Err(KafkaError::MessageConsumption(RDKafkaErrorCode::OffsetOutOfRange)) => {
-                    let gap = out_of_range_gap(&self.consumer, spec, run, WATERMARK_TIMEOUT)?;
+                    let gap = out_of_range_gap(&self.consumer, spec, run)?;
                     apply_gap(spec, &self.consumer, run, gap, gaps)?;
                     break;
                 }
