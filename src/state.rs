@@ -14,6 +14,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
@@ -49,6 +50,14 @@ pub trait StateStore: Send + Sync {
     fn put_fenced(&self, key: &str, value: &Value, fencing_token: u64) -> Result<(), StateError> {
         let _ = fencing_token;
         self.put(key, value)
+    }
+    /// This store with every call given up at `deadline` (a [`StateError::Backend`] then), for
+    /// stores whose calls can stall (a network service); `None` for stores that answer at once.
+    /// A slice reads and writes its state through such a view, so a stalled store cannot keep
+    /// it past its deadline.
+    fn bounded_by(&self, deadline: Instant) -> Option<Arc<dyn StateStore>> {
+        let _ = deadline;
+        None
     }
     /// Several keys at once. Stores with a per-request cost (DynamoDB) answer in one request.
     fn get_many(&self, keys: &[String]) -> Result<BTreeMap<String, Option<Value>>, StateError> {

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use mirrorslice::lease::dynamodb::{DynamoLeaseStore, DEFAULT_CLOCK_SKEW, TABLE_ENV};
-use mirrorslice::lease::{connector_key, task_key, HeldLease, LeaseInfo, LeaseStore};
+use mirrorslice::lease::{connector_key, task_key, HeldLease, LeaseInfo, LeaseStore, LeaseTiming};
 use mirrorslice::state::{StateError, StateStore};
 use serde_json::json;
 
@@ -231,17 +231,19 @@ async fn held_lease_is_not_acquired_twice_and_release_is_not_undone_by_renew() {
 async fn held_lease_renews_then_notices_theft() {
     let store = fresh_store().await;
     let key = task_key("A->B", "MirrorSourceConnector", 4);
-    let ttl = Duration::from_millis(1500);
+    let timing = LeaseTiming {
+        duration: Duration::from_millis(1500),
+        skew_allowance: Duration::from_millis(300),
+    };
     let store_dyn: Arc<dyn LeaseStore> = Arc::new(store.clone());
-    let safety = Duration::from_millis(300);
-    let held = HeldLease::acquire(store_dyn, &key, "me", ttl, safety)
+    let held = HeldLease::acquire(store_dyn, &key, "me", timing)
         .await
         .unwrap()
         .expect("a fresh lease is free");
     let info = held.info();
 
     // Past the first ttl the lease is still ours, because it was renewed.
-    let watch_until = Instant::now() + ttl * 2;
+    let watch_until = Instant::now() + timing.duration * 2;
     while Instant::now() < watch_until {
         assert!(held.still_owner(), "lost while renewing normally");
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -287,7 +289,7 @@ async fn held_lease_renews_then_notices_theft() {
     let stolen_at = Instant::now();
     while held.still_owner() {
         assert!(
-            stolen_at.elapsed() < ttl + Duration::from_millis(500),
+            stolen_at.elapsed() < timing.duration + Duration::from_millis(500),
             "still_owner() stayed true after the lease was taken"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -5,8 +5,9 @@
 
 mod common;
 
-use common::faults::{wait_for_exit, PrivateServer};
+use common::faults::{wait_for_exit, PrivateServer, Watermarks};
 use common::TestRecord;
+use mirrorslice::lease::dynamodb::DynamoLeaseStore;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
@@ -41,6 +42,19 @@ impl StallFlow {
             config,
             _dir: dir,
         }
+    }
+
+    /// Appends `lines` to the flow's properties.
+    fn configure(&self, lines: &str) {
+        let body = std::fs::read_to_string(&self.config).unwrap();
+        std::fs::write(&self.config, body + lines).unwrap();
+    }
+
+    /// Rewrites the flow's properties without the lines that contain `setting`.
+    fn unconfigure(&self, setting: &str) {
+        let body = std::fs::read_to_string(&self.config).unwrap();
+        let kept: Vec<&str> = body.lines().filter(|l| !l.contains(setting)).collect();
+        std::fs::write(&self.config, kept.join("\n") + "\n").unwrap();
     }
 
     fn command(&self, state: &tempfile::TempDir, max_duration: &str) -> Command {
@@ -128,4 +142,126 @@ async fn a_target_broker_stalled_mid_slice_ends_the_slice_by_its_deadline() {
          its deadline); {} duplicates after the next slice",
         got.len() - total
     );
+}
+
+// The lease table (a private moto) freezes while a slice is copying. The slice's task lease
+// (4 s, trusted 3 s after each renewal was sent) cannot be renewed: the copy must stop within
+// that trust, no offsets may be committed after it, and the slice must end by its deadline plus
+// EXIT_BOUND reporting the failure; after the table thaws, the next slice loses nothing. Before
+// the fix, copying went on for the whole outage and the slice reported `ok: true`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_table_stalled_mid_slice_stops_the_copy_within_the_lease() {
+    let stack = common::stack();
+    let table_server = PrivateServer::moto();
+    let endpoint = format!("http://{}", table_server.bootstrap());
+    let table = common::unique("stall-leases");
+    DynamoLeaseStore::with_endpoint(&endpoint, "us-east-1", &table)
+        .create_table_if_missing()
+        .await
+        .unwrap();
+    let flow = StallFlow::new(&stack.a, &stack.b);
+    let trusted = Duration::from_secs(3);
+    // Commit often (so a late commit would show), and send one record per produce request so
+    // the copy is still running when the lease runs out.
+    flow.configure(&format!(
+        "mirrorslice.lease.duration = 4s\n\
+         mirrorslice.lease.skew.allowance = 1s\n\
+         {t}.offset.flush.interval.ms = 200\n\
+         {t}.producer.batch.num.messages = 1\n",
+        t = flow.target
+    ));
+    let topic = format!("stall-{}", flow.source);
+    let remote = format!("{}.{topic}", flow.source);
+    let (partitions, total) = (2, 100_000usize);
+    common::create_topic(&stack.a, &topic, partitions, &[]).await;
+    common::produce(&stack.a, &topic, &records(partitions, total)).await;
+    let table_env = |cmd: &mut Command| {
+        cmd.env("MIRRORSLICE_LEASE_TABLE", &table)
+            .env("AWS_ENDPOINT_URL_DYNAMODB", &endpoint)
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ACCESS_KEY_ID", "stalls")
+            .env("AWS_SECRET_ACCESS_KEY", "stalls");
+    };
+
+    let state = tempfile::tempdir().unwrap();
+    let max = Duration::from_secs(20);
+    let started = Instant::now();
+    let mut command = flow.command(&state, "20s");
+    table_env(&mut command);
+    let slice = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::faults::wait_for_copied(&stack.b, &remote, partitions, 2_000);
+    let frozen = table_server.freeze();
+    let frozen_at = started.elapsed();
+    let frozen_wall_ms = chrono::Utc::now().timestamp_millis();
+    // Whatever was in flight when the trust ran out is delivered within a second after it.
+    let target = Watermarks::new(&stack.b);
+    std::thread::sleep(trusted + Duration::from_secs(1));
+    let stopped_with = target.total(&remote, partitions);
+    let (out, _) = wait_for_exit(slice, max + Duration::from_secs(60));
+    let took = started.elapsed();
+    let written_late = target.total(&remote, partitions) - stopped_with;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the failure is reported: {stderr}"
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["ok"], false, "{report:#}");
+    let overrun = took.saturating_sub(max);
+    assert!(
+        overrun <= EXIT_BOUND,
+        "ended {overrun:?} after its deadline: {stderr}"
+    );
+    assert!(
+        (stopped_with as usize) < total,
+        "the copy finished before the lease ran out: nothing was tested"
+    );
+    assert_eq!(written_late, 0, "records written after the lease ran out");
+    let last_commit_ms = last_commit_ms(&stack.b, &flow.source).await;
+    let trusted_until_ms = frozen_wall_ms + trusted.as_millis() as i64;
+    assert!(
+        last_commit_ms <= trusted_until_ms,
+        "offsets committed {} ms after the lease ran out",
+        last_commit_ms - trusted_until_ms
+    );
+
+    frozen.thaw();
+    flow.unconfigure("batch.num.messages");
+    let state = tempfile::tempdir().unwrap();
+    let mut command = flow.command(&state, "60s");
+    table_env(&mut command);
+    let next = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&next.stderr);
+    assert_eq!(next.status.code(), Some(0), "{stderr}");
+    let report: Value = serde_json::from_slice(&next.stdout).unwrap();
+    assert_eq!(report["slices"][0]["caught_up"], true, "{report:#}");
+    let got = common::consume_all(&stack.b, &remote, partitions).await;
+    let keys: BTreeSet<(i32, Vec<u8>)> = got
+        .iter()
+        .map(|r| (r.partition, r.key.clone().unwrap()))
+        .collect();
+    assert_eq!(keys.len(), total, "every record is on the target");
+    eprintln!(
+        "lease table stalled at {frozen_at:?} with {stopped_with} copied; the 20 s slice ended \
+         after {took:?} ({overrun:?} past its deadline); last commit {} ms before the trust \
+         ran out; {} duplicates after the next slice",
+        trusted_until_ms - last_commit_ms,
+        got.len() - total
+    );
+}
+
+/// When the last record of the flow's Connect offsets topic (on the target) was written.
+async fn last_commit_ms(target: &str, source: &str) -> i64 {
+    let offsets_topic = format!("mm2-offsets.{source}.internal");
+    let records = common::consume_all(target, &offsets_topic, 25).await;
+    records
+        .iter()
+        .filter_map(|r| r.timestamp.to_millis())
+        .max()
+        .expect("the slice committed offsets before the stall")
 }

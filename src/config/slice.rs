@@ -11,17 +11,22 @@
 //! | `mirrorslice.on.gap` | `fail` | `fail` or `skip` when source records were lost before replication |
 //! | `mirrorslice.commit.margin` | `2s` | time kept free before the deadline for flush, commit, status, lease release |
 //! | `mirrorslice.silence.check.after` | `3s` | a partition silent this long is checked against the log end |
+//! | `mirrorslice.lease.duration` | `30s` | how long a lease is granted per acquire or renewal |
+//! | `mirrorslice.lease.skew.allowance` | `5s` | how much sooner than its expiry a lease stops being trusted |
 //! | `mirrorslice.lambda.memory.mb` | `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`, else `1024` | memory size used for the cost estimate |
 //! | `mirrorslice.lambda.price.per.gb.second` | `0.0000133334` | USD per GB-second (arm64, us-east-1) |
 
 use super::{ConfigError, MirrorMakerConfig, SourceAndTarget};
 use crate::connectors::source::task::GapPolicy;
+use crate::lease::{LeaseTiming, MIN_LEASE_DURATION};
 use std::time::Duration;
 
 pub const MAX_DURATION: &str = "mirrorslice.slice.max.duration";
 pub const ON_GAP: &str = "mirrorslice.on.gap";
 pub const COMMIT_MARGIN: &str = "mirrorslice.commit.margin";
 pub const SILENCE_CHECK_AFTER: &str = "mirrorslice.silence.check.after";
+pub const LEASE_DURATION: &str = "mirrorslice.lease.duration";
+pub const LEASE_SKEW_ALLOWANCE: &str = "mirrorslice.lease.skew.allowance";
 pub const LAMBDA_MEMORY_MB: &str = "mirrorslice.lambda.memory.mb";
 pub const LAMBDA_PRICE: &str = "mirrorslice.lambda.price.per.gb.second";
 
@@ -34,6 +39,7 @@ pub struct SliceSettings {
     pub on_gap: GapPolicy,
     pub commit_margin: Duration,
     pub silence_check_after: Duration,
+    pub lease: LeaseTiming,
     pub lambda_memory_mb: u32,
     pub price_per_gb_second: f64,
 }
@@ -45,6 +51,7 @@ impl Default for SliceSettings {
             on_gap: GapPolicy::Fail,
             commit_margin: Duration::from_secs(2),
             silence_check_after: Duration::from_secs(3),
+            lease: LeaseTiming::default(),
             lambda_memory_mb: 1024,
             price_per_gb_second: ARM64_PRICE_PER_GB_SECOND,
         }
@@ -81,8 +88,24 @@ impl SliceSettings {
             max_duration: duration(MAX_DURATION, Duration::from_secs(300))?,
             commit_margin: duration(COMMIT_MARGIN, Duration::from_secs(2))?,
             silence_check_after: duration(SILENCE_CHECK_AFTER, Duration::from_secs(3))?,
+            lease: LeaseTiming {
+                duration: duration(LEASE_DURATION, LeaseTiming::default().duration)?,
+                skew_allowance: duration(
+                    LEASE_SKEW_ALLOWANCE,
+                    LeaseTiming::default().skew_allowance,
+                )?,
+            },
             ..Default::default()
         };
+        if let Err(reason) = s.lease.check() {
+            let key = if s.lease.duration < MIN_LEASE_DURATION {
+                LEASE_DURATION
+            } else {
+                LEASE_SKEW_ALLOWANCE
+            };
+            let (k, v) = lookup(key).unwrap_or((key.to_string(), String::new()));
+            return Err(fail(&k, &v, &reason));
+        }
         if let Some((k, v)) = lookup(ON_GAP) {
             s.on_gap = match v.trim().to_ascii_lowercase().as_str() {
                 "fail" => GapPolicy::Fail,
@@ -160,10 +183,23 @@ mod tests {
             ("A->B.mirrorslice.on.gap", "ignore"),
             ("mirrorslice.lambda.memory.mb", "64"),
             ("mirrorslice.lambda.price.per.gb.second", "-1"),
+            ("mirrorslice.lease.duration", "500ms"),
+            ("A->B.mirrorslice.lease.skew.allowance", "16s"),
         ] {
             let err = SliceSettings::for_pair(&mm(&[(key, value)]), &ab()).unwrap_err();
             assert!(err.to_string().contains(key), "{err}");
         }
+    }
+
+    #[test]
+    fn lease_timing_is_configurable() {
+        let m = mm(&[
+            ("mirrorslice.lease.duration", "6s"),
+            ("mirrorslice.lease.skew.allowance", "1s"),
+        ]);
+        let s = SliceSettings::for_pair(&m, &ab()).unwrap();
+        assert_eq!(s.lease.duration, Duration::from_secs(6));
+        assert_eq!(s.lease.trusted_for(), Duration::from_secs(5));
     }
 
     #[test]

@@ -20,7 +20,7 @@
 use crate::config::connector::{roles, MirrorHeartbeatConfig};
 use crate::config::Props;
 use crate::connect::internal_topics::{ensure_compacted_topic, Creation};
-use crate::lease::{task_key, HeldLease, LeaseStore};
+use crate::lease::{task_key, HeldLease, LeaseStore, LeaseTiming};
 use crate::report::HeartbeatActivity;
 use crate::wire::Heartbeat;
 use rdkafka::producer::FutureRecord;
@@ -110,8 +110,7 @@ fn next_due(last: Option<Instant>, interval: Duration) -> Option<Instant> {
 pub struct HeartbeatLeases {
     pub store: Arc<dyn LeaseStore>,
     pub owner: String,
-    pub ttl: Duration,
-    pub safety: Duration,
+    pub timing: LeaseTiming,
 }
 
 /// The heartbeat connector and task for one slice of `flow`.
@@ -160,13 +159,7 @@ pub async fn run_heartbeats(
     };
 
     let key = task_key(flow, CONNECTOR, 0);
-    let acquired = HeldLease::acquire(
-        leases.store.clone(),
-        &key,
-        &leases.owner,
-        leases.ttl,
-        leases.safety,
-    );
+    let acquired = HeldLease::acquire(leases.store.clone(), &key, &leases.owner, leases.timing);
     let lease = match acquired.await {
         Ok(Some(lease)) => lease,
         Ok(None) => {

@@ -59,7 +59,8 @@ use aws_sdk_dynamodb::types::{
 use aws_sdk_dynamodb::Client;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Environment variable naming the lease table of the Lambda function.
 pub const TABLE_ENV: &str = "MIRRORSLICE_LEASE_TABLE";
@@ -85,6 +86,9 @@ pub struct DynamoLeaseStore {
     client: Client,
     table: String,
     clock_skew: Duration,
+    /// State calls made through the synchronous [`StateStore`] API give up at this instant
+    /// (see [`StateStore::bounded_by`]); lease calls are bounded by their callers.
+    state_deadline: Option<Instant>,
 }
 
 /// Logs (at debug) each table request's key and round-trip time when dropped: the lease and
@@ -200,6 +204,7 @@ impl DynamoLeaseStore {
             client,
             table: table.to_string(),
             clock_skew: DEFAULT_CLOCK_SKEW,
+            state_deadline: None,
         }
     }
 
@@ -459,7 +464,20 @@ impl DynamoLeaseStore {
                     .into(),
             ));
         }
-        tokio::task::block_in_place(|| handle.block_on(fut))
+        let bounded = async {
+            let Some(deadline) = self.state_deadline else {
+                return fut.await;
+            };
+            match tokio::time::timeout_at(deadline.into(), fut).await {
+                Ok(answer) => answer,
+                Err(_) => Err(self.state_backend(
+                    key,
+                    "state access",
+                    "no answer before the slice's deadline".into(),
+                )),
+            }
+        };
+        tokio::task::block_in_place(|| handle.block_on(bounded))
     }
 }
 
@@ -665,6 +683,15 @@ impl LeaseStore for DynamoLeaseStore {
 }
 
 impl StateStore for DynamoLeaseStore {
+    /// A request to a stalled table would otherwise wait out the SDK's retries (up to
+    /// `OPERATION_TIMEOUT`), past a slice's deadline.
+    fn bounded_by(&self, deadline: Instant) -> Option<Arc<dyn StateStore>> {
+        Some(Arc::new(DynamoLeaseStore {
+            state_deadline: Some(deadline),
+            ..self.clone()
+        }))
+    }
+
     /// Needs the multi-thread tokio runtime; see the module doc.
     fn get(&self, key: &str) -> Result<Option<Value>, StateError> {
         self.block_on(key, self.get_state(key))

@@ -20,6 +20,58 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// Shortest `mirrorslice.lease.duration`: renewals go out every third of it, and each must
+/// have time to reach the table and come back before the lease stops being trusted.
+pub const MIN_LEASE_DURATION: Duration = Duration::from_secs(1);
+
+/// How long a lease is granted and how much of it is trusted (`mirrorslice.lease.duration`,
+/// `mirrorslice.lease.skew.allowance`).
+///
+/// A holder trusts its lease until `duration − skew_allowance` after the acquire or renewal
+/// request was sent: the allowance covers the clock skew between this process and the table
+/// (and the next owner), so the old holder stops before anyone else may start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseTiming {
+    pub duration: Duration,
+    pub skew_allowance: Duration,
+}
+
+impl Default for LeaseTiming {
+    fn default() -> Self {
+        LeaseTiming {
+            duration: Duration::from_secs(30),
+            skew_allowance: Duration::from_secs(5),
+        }
+    }
+}
+
+impl LeaseTiming {
+    /// How long after a request was sent its lease is trusted.
+    pub fn trusted_for(&self) -> Duration {
+        self.duration.saturating_sub(self.skew_allowance)
+    }
+
+    /// How often a held lease is renewed.
+    pub fn renew_every(&self) -> Duration {
+        (self.duration / 3).max(Duration::from_millis(50))
+    }
+
+    /// Why these timings cannot protect a lease, if they cannot: the lease must be trusted for
+    /// longer than a renewal period, or one slow renewal would end it.
+    pub fn check(&self) -> Result<(), String> {
+        if self.duration < MIN_LEASE_DURATION {
+            return Err(format!("a lease must last at least {MIN_LEASE_DURATION:?}"));
+        }
+        if self.skew_allowance * 2 > self.duration {
+            return Err(format!(
+                "the skew allowance must be at most half the lease duration ({:?})",
+                self.duration
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// One lease as a backend knows it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct LeaseInfo {
@@ -75,34 +127,32 @@ pub struct HeldLease {
 }
 
 impl HeldLease {
-    /// Take `key` for `ttl` if it is free or expired, and start renewing it; `None` when
-    /// someone else holds it. The lease counts as held until `ttl − safety` after the acquire
-    /// request was *sent* (see [`HeldLease::start`]).
+    /// Take `key` for `timing.duration` if it is free or expired, and start renewing it; `None`
+    /// when someone else holds it. The lease is trusted for [`LeaseTiming::trusted_for`] after
+    /// the acquire request was *sent* (see [`HeldLease::start`]).
     pub async fn acquire(
         store: Arc<dyn LeaseStore>,
         key: &str,
         owner: &str,
-        ttl: Duration,
-        safety: Duration,
+        timing: LeaseTiming,
     ) -> Result<Option<Self>, LeaseError> {
         let requested_at = Instant::now();
-        let info = store.try_acquire(key, owner, ttl).await?;
-        Ok(info.map(|info| HeldLease::start(store, info, ttl, safety, requested_at)))
+        let info = store.try_acquire(key, owner, timing.duration).await?;
+        Ok(info.map(|info| HeldLease::start(store, info, timing, requested_at)))
     }
 
-    /// Start renewing `info` every `ttl / 3`. The lease counts as held until `ttl − safety`
-    /// after the last successful acquire or renewal *request was sent* (`requested_at` for the
-    /// acquire): the store computed the expiry from its clock at or after that instant, so a
-    /// slow answer (a stalled table, a frozen process) only shortens what we trust, never
-    /// lengthens it. `safety` covers the clock skew between this process and the next owner.
+    /// Start renewing `info` every [`LeaseTiming::renew_every`]. The lease is trusted for
+    /// [`LeaseTiming::trusted_for`] after the last successful acquire or renewal *request was
+    /// sent* (`requested_at` for the acquire): the store computed the expiry from its clock at
+    /// or after that instant, so a slow answer (a stalled table, a frozen process) only shortens
+    /// what we trust, never lengthens it.
     pub fn start(
         store: Arc<dyn LeaseStore>,
         info: LeaseInfo,
-        ttl: Duration,
-        safety: Duration,
+        timing: LeaseTiming,
         requested_at: Instant,
     ) -> Self {
-        let valid = ttl.saturating_sub(safety);
+        let (ttl, valid) = (timing.duration, timing.trusted_for());
         let info = Arc::new(Mutex::new(info));
         let ownership = Ownership {
             valid_until: Arc::new(Mutex::new(requested_at + valid)),
@@ -112,7 +162,7 @@ impl HeldLease {
             let (store, info) = (store.clone(), info.clone());
             let Ownership { valid_until, lost } = ownership.clone();
             tokio::spawn(async move {
-                let period = (ttl / 3).max(Duration::from_millis(50));
+                let period = timing.renew_every();
                 loop {
                     tokio::time::sleep(period).await;
                     let current = info.lock().expect("lease info").clone();
@@ -261,9 +311,12 @@ mod tests {
         let store = Arc::new(SlowStore {
             delay: Duration::from_millis(300),
         });
-        let (ttl, safety) = (Duration::from_millis(1000), Duration::from_millis(500));
+        let timing = LeaseTiming {
+            duration: Duration::from_millis(1000),
+            skew_allowance: Duration::from_millis(500),
+        };
         let sent = Instant::now();
-        let held = HeldLease::acquire(store, "k", "me", ttl, safety)
+        let held = HeldLease::acquire(store, "k", "me", timing)
             .await
             .unwrap()
             .unwrap();
@@ -271,7 +324,7 @@ mod tests {
         assert!(held.still_owner(), "held right after the acquire returned");
         // Valid until sent + 500 ms, i.e. ~200 ms after the slow answer; counted from the
         // answer it would last until ~800 ms.
-        let deadline = sent + ttl - safety;
+        let deadline = sent + timing.trusted_for();
         tokio::time::sleep_until((deadline + Duration::from_millis(20)).into()).await;
         assert!(!held.still_owner(), "trusted past sent + ttl - safety");
         assert!(!ownership.still_owner(), "the blocking view agrees");

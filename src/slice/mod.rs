@@ -28,7 +28,7 @@ use crate::config::{ConfigError, ConnectorKind, MirrorMakerConfig, Props, Source
 use crate::connectors::checkpoint::runner::{self as checkpoint_runner, CheckpointEnv};
 use crate::connectors::heartbeat::{run_heartbeats, HeartbeatLeases};
 use crate::connectors::source::connector as source_connector;
-use crate::lease::{HeldLease, LeaseStore};
+use crate::lease::{HeldLease, LeaseStore, LeaseTiming};
 use crate::plan::{pair_configs, PairConfigs};
 use crate::report::{CheckpointActivity, ConnectorActivity, HeartbeatActivity, SliceReport};
 use crate::state::{SliceState, StateStore};
@@ -36,10 +36,6 @@ use source::SourceSlice;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// How long a lease is granted per renewal, and the safety margin before its expiry.
-pub const LEASE_TTL: Duration = Duration::from_secs(30);
-pub const LEASE_SAFETY: Duration = Duration::from_secs(5);
 
 /// What a slice runs with: where state and leases live, and who we are.
 #[derive(Clone)]
@@ -193,10 +189,12 @@ pub async fn run_slice(
         "connector configs resolved"
     );
     let source_cfg = &configs.source;
-    // Everything the slice will read from the state store, in one request.
+    // Everything the slice will read from the state store, in one request; every state call of
+    // the slice gives up at its deadline.
+    let bounded = (env.state.bounded_by(deadline)).unwrap_or_else(|| env.state.clone());
     let prefetched = SliceEnv {
         state: Arc::new(SliceState::prefetch(
-            env.state.clone(),
+            bounded,
             &state_keys(&flow, source_cfg.common.tasks_max),
         )),
         leases: env.leases.clone(),
@@ -212,7 +210,7 @@ pub async fn run_slice(
 
     // Heartbeats run beside everything else, in every pair, even a disabled one (§1.3, §9).
     let (heartbeats_stop, stop_rx) = tokio::sync::watch::channel(false);
-    let heartbeats = spawn_heartbeats(&flow, env, &configs, stop_rx, stop_at);
+    let heartbeats = spawn_heartbeats(&flow, env, &configs, settings.lease, stop_rx, stop_at);
     // Checkpoints, heartbeats and the RPO probe run after the copy: keep time for them.
     let reserve = post_copy_reserve(&configs, env, &flow, max);
     let stop_at = stop_at.checked_sub(reserve).unwrap_or(started).max(started);
@@ -248,8 +246,15 @@ pub async fn run_slice(
         tracing::info!("replication disabled for this pair ({flow}.enabled is not true)");
     }
     heartbeats_stop.send_replace(true);
-    report.checkpoints =
-        run_checkpoint_work(&flow, env, &configs, deadline, offset_syncs_end).await;
+    report.checkpoints = run_checkpoint_work(
+        &flow,
+        env,
+        &configs,
+        settings.lease,
+        deadline,
+        offset_syncs_end,
+    )
+    .await;
     tracing::debug!(
         elapsed_ms = started.elapsed().as_millis() as u64,
         "checkpoint work done"
@@ -343,6 +348,7 @@ fn spawn_heartbeats(
     flow: &str,
     env: &SliceEnv,
     configs: &crate::plan::PairConfigs,
+    timing: LeaseTiming,
     stop: tokio::sync::watch::Receiver<bool>,
     stop_at: Instant,
 ) -> tokio::task::JoinHandle<HeartbeatActivity> {
@@ -355,8 +361,7 @@ fn spawn_heartbeats(
     let leases = HeartbeatLeases {
         store: env.leases.clone(),
         owner: env.owner.clone(),
-        ttl: LEASE_TTL,
-        safety: LEASE_SAFETY,
+        timing,
     };
     let flow = flow.to_string();
     tokio::spawn(
@@ -413,6 +418,7 @@ async fn run_checkpoint_work(
     flow: &str,
     env: &SliceEnv,
     configs: &crate::plan::PairConfigs,
+    lease_timing: LeaseTiming,
     deadline: Instant,
     offset_syncs_end: Option<i64>,
 ) -> CheckpointActivity {
@@ -426,8 +432,7 @@ async fn run_checkpoint_work(
         state: env.state.as_ref(),
         leases: env.leases.clone(),
         owner: env.owner.clone(),
-        lease_ttl: LEASE_TTL,
-        lease_safety: LEASE_SAFETY,
+        lease_timing,
     };
     // Keep a moment after it for the report.
     let until = deadline

@@ -3,7 +3,7 @@
 
 use super::{
     config_hash_key, join_releases, offsets_hint_key, release_now, setup, task_producer_props,
-    worker_client_props, SliceEnv, SliceError, LEASE_SAFETY, LEASE_TTL,
+    worker_client_props, SliceEnv, SliceError,
 };
 use crate::config::connector::{ClientKind, ClusterSide};
 use crate::config::slice::SliceSettings;
@@ -18,7 +18,9 @@ use crate::connectors::source::connector::{
 use crate::connectors::source::task::{
     run_source_task, SourceTaskSpec, TaskError, TaskHooks, TaskMemory, TaskOutcome, TopicPartition,
 };
-use crate::lease::{connector_key, task_key, HeldLease, LeaseError, LeaseStore, Ownership};
+use crate::lease::{
+    connector_key, task_key, HeldLease, LeaseError, LeaseStore, LeaseTiming, Ownership,
+};
 use crate::plan::PairConfigs;
 use crate::report::{ConnectorActivity, SliceReport, TaskReport};
 use crate::wire::connect_offsets::SourcePartition;
@@ -158,10 +160,11 @@ impl SourceSlice<'_> {
         clients: &WorkerClients,
     ) -> Result<(WorkerTopics, HeldLease), SliceError> {
         let key = connector_key(&self.flow(), CONNECTOR);
-        let give_up_at = self.stop_at.max(Instant::now() + Duration::from_secs(5));
+        let give_up_at =
+            (self.stop_at.max(Instant::now() + Duration::from_secs(5))).min(self.deadline);
         let (topics, lease) = tokio::join!(
             ensure_worker_topics(&self.configs.worker, &clients.admin),
-            acquire_waiting(self.env, &key, give_up_at)
+            acquire_waiting(self.env, &key, self.settings.lease, give_up_at)
         );
         let lease = lease.map_err(|e| setup(self.pair, e))?;
         match topics {
@@ -219,8 +222,9 @@ impl SourceSlice<'_> {
         for id in 0..outcome.task_partitions.len() as u32 {
             let (leases, owner) = (self.env.leases.clone(), self.env.owner.clone());
             let key = task_key(&flow, CONNECTOR, id);
-            let until = self.stop_at;
-            acquiring.spawn(async move { (id, acquire_by(leases, &key, &owner, until).await) });
+            let (timing, until) = (self.settings.lease, self.stop_at);
+            acquiring
+                .spawn(async move { (id, acquire_by(leases, &key, &owner, timing, until).await) });
         }
         let mut won = Vec::new();
         let mut failure = None;
@@ -502,18 +506,23 @@ fn sync_summary(run: &SyncRun) -> String {
 async fn acquire_waiting(
     env: &SliceEnv,
     key: &str,
+    timing: LeaseTiming,
     give_up_at: Instant,
 ) -> Result<HeldLease, String> {
     let mut wait = Duration::from_millis(20);
     loop {
-        match acquire_by(env.leases.clone(), key, &env.owner, give_up_at).await {
+        match acquire_by(env.leases.clone(), key, &env.owner, timing, give_up_at).await {
             Ok(Some(lease)) => return Ok(lease),
             Ok(None) if Instant::now() + wait < give_up_at => {
                 tokio::time::sleep(wait).await;
                 wait = (wait * 2).min(Duration::from_millis(500));
             }
             Ok(None) => {
-                let holder = env.leases.describe(key).await.ok().flatten();
+                let describe = env.leases.describe(key);
+                let holder = tokio::time::timeout(Duration::from_secs(1), describe)
+                    .await
+                    .ok()
+                    .and_then(|answer| answer.ok().flatten());
                 return Err(format!(
                     "lease {key} is held by {} and was not released in time",
                     holder
@@ -532,9 +541,10 @@ async fn acquire_by(
     leases: Arc<dyn LeaseStore>,
     key: &str,
     owner: &str,
+    timing: LeaseTiming,
     until: Instant,
 ) -> Result<Option<HeldLease>, LeaseError> {
-    let acquired = HeldLease::acquire(leases, key, owner, LEASE_TTL, LEASE_SAFETY);
+    let acquired = HeldLease::acquire(leases, key, owner, timing);
     match tokio::time::timeout_at(until.into(), acquired).await {
         Ok(result) => result,
         Err(_) => Err(LeaseError::Backend {

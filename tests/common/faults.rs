@@ -59,19 +59,9 @@ pub fn wait_for_copied(bootstrap: &str, topic: &str, partitions: i32, at_least: 
         );
         std::thread::sleep(Duration::from_millis(5));
     }
-    let watcher: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()
-        .expect("a watermark consumer");
+    let watcher = Watermarks::new(bootstrap);
     loop {
-        let copied: i64 = (0..partitions)
-            .filter_map(|p| {
-                watcher
-                    .fetch_watermarks(topic, p, Duration::from_secs(1))
-                    .ok()
-            })
-            .map(|(_, high)| high)
-            .sum();
+        let copied = watcher.total(topic, partitions);
         if copied >= at_least {
             return;
         }
@@ -80,6 +70,32 @@ pub fn wait_for_copied(bootstrap: &str, topic: &str, partitions: i32, at_least: 
             "{copied} copied after 60 s"
         );
         std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Reads a topic's high watermarks (cheap requests, not a read of the records).
+pub struct Watermarks(BaseConsumer);
+
+impl Watermarks {
+    pub fn new(bootstrap: &str) -> Watermarks {
+        let consumer = ClientConfig::new()
+            .set("bootstrap.servers", bootstrap)
+            .create()
+            .expect("a watermark consumer");
+        Watermarks(consumer)
+    }
+
+    /// The sum of `topic`'s high watermarks over partitions `0..partitions` (a partition that
+    /// does not answer within 1 s counts 0).
+    pub fn total(&self, topic: &str, partitions: i32) -> i64 {
+        (0..partitions)
+            .filter_map(|p| {
+                self.0
+                    .fetch_watermarks(topic, p, Duration::from_secs(1))
+                    .ok()
+            })
+            .map(|(_, high)| high)
+            .sum()
     }
 }
 
@@ -117,6 +133,23 @@ impl PrivateServer {
         PrivateServer { child, port }
     }
 
+    /// A DynamoDB-API server (moto, through the stack's launcher) on a free loopback port.
+    pub fn moto() -> PrivateServer {
+        let launcher = super::stack_script().with_file_name("moto_server.py");
+        let port = free_port();
+        let mut child = Command::new("python3")
+            .arg(launcher)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start moto");
+        wait_for_port(port, &mut child, "moto");
+        PrivateServer { child, port }
+    }
+
+    /// `host:port`, e.g. a Kafka bootstrap address.
     pub fn bootstrap(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }

@@ -66,7 +66,7 @@ use crate::connectors::source::connector::{sync_due, SyncRun};
 use crate::kafka::admin_ext::{self, AdminError, GroupState};
 use crate::kafka::internal_log::{self, LogError, LogRecord, BEGINNING};
 use crate::kafka::MirrorContext;
-use crate::lease::{task_key, HeldLease, LeaseStore};
+use crate::lease::{task_key, HeldLease, LeaseStore, LeaseTiming};
 use crate::report::CheckpointActivity;
 use crate::state::StateStore;
 use crate::wire::{OffsetSync, SchemaError};
@@ -88,8 +88,7 @@ pub struct CheckpointEnv<'a> {
     pub state: &'a dyn StateStore,
     pub leases: Arc<dyn LeaseStore>,
     pub owner: String,
-    pub lease_ttl: Duration,
-    pub lease_safety: Duration,
+    pub lease_timing: LeaseTiming,
     /// Offset after the last offset sync this process wrote (partition 0), if any: the
     /// offset-syncs read goes at least that far (read-your-writes, even on a broker that serves
     /// records a moment after acknowledging them).
@@ -373,8 +372,7 @@ impl Run<'_> {
                 self.env.leases.clone(),
                 &key,
                 &self.env.owner,
-                self.env.lease_ttl,
-                self.env.lease_safety,
+                self.env.lease_timing,
             );
             match acquired.await {
                 Ok(Some(lease)) => held.push((i as u32, task_groups.clone(), lease)),
