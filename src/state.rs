@@ -76,7 +76,8 @@ pub trait StateStore: Send + Sync {
 /// read a little more of the offsets topic. Keys not prefetched are read from the store.
 pub struct SliceState {
     inner: Arc<dyn StateStore>,
-    cache: Mutex<BTreeMap<String, Option<Value>>>,
+    /// Shared with the views [`StateStore::bounded_by`] returns.
+    cache: Arc<Mutex<BTreeMap<String, Option<Value>>>>,
 }
 
 impl SliceState {
@@ -91,12 +92,20 @@ impl SliceState {
         };
         SliceState {
             inner,
-            cache: Mutex::new(cache),
+            cache: Arc::new(Mutex::new(cache)),
         }
     }
 }
 
 impl StateStore for SliceState {
+    fn bounded_by(&self, deadline: Instant) -> Option<Arc<dyn StateStore>> {
+        let inner = self.inner.bounded_by(deadline)?;
+        Some(Arc::new(SliceState {
+            inner,
+            cache: self.cache.clone(),
+        }))
+    }
+
     fn get(&self, key: &str) -> Result<Option<Value>, StateError> {
         if let Some(v) = self.cache.lock().expect("state cache poisoned").get(key) {
             return Ok(v.clone());

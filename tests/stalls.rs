@@ -197,10 +197,17 @@ async fn a_lease_table_stalled_mid_slice_stops_the_copy_within_the_lease() {
     let frozen = table_server.freeze();
     let frozen_at = started.elapsed();
     let frozen_wall_ms = chrono::Utc::now().timestamp_millis();
-    // Whatever was in flight when the trust ran out is delivered within a second after it.
+    // Watch the target until a second after the trust ran out (whatever was in flight then is
+    // delivered by that time): when did the writes stop?
     let target = Watermarks::new(&stack.b);
-    std::thread::sleep(trusted + Duration::from_secs(1));
-    let stopped_with = target.total(&remote, partitions);
+    let (mut stopped_with, mut last_write) = (target.total(&remote, partitions), frozen_at);
+    while started.elapsed() < frozen_at + trusted + Duration::from_secs(1) {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = target.total(&remote, partitions);
+        if now != stopped_with {
+            (stopped_with, last_write) = (now, started.elapsed());
+        }
+    }
     let (out, _) = wait_for_exit(slice, max + Duration::from_secs(60));
     let took = started.elapsed();
     let written_late = target.total(&remote, partitions) - stopped_with;
@@ -212,6 +219,9 @@ async fn a_lease_table_stalled_mid_slice_stops_the_copy_within_the_lease() {
     );
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["ok"], false, "{report:#}");
+    let task = &report["slices"][0]["tasks"][0];
+    let error = task["error"].as_str().unwrap_or_default();
+    assert!(error.contains("lease lost"), "{task:#}");
     let overrun = took.saturating_sub(max);
     assert!(
         overrun <= EXIT_BOUND,
@@ -247,9 +257,10 @@ async fn a_lease_table_stalled_mid_slice_stops_the_copy_within_the_lease() {
         .collect();
     assert_eq!(keys.len(), total, "every record is on the target");
     eprintln!(
-        "lease table stalled at {frozen_at:?} with {stopped_with} copied; the 20 s slice ended \
-         after {took:?} ({overrun:?} past its deadline); last commit {} ms before the trust \
+        "lease table stalled at {frozen_at:?}; writes stopped {:?} later with {stopped_with} \
+         copied; the 20 s slice ended after {took:?} ({overrun:?} past its deadline); last commit {} ms before the trust \
          ran out; {} duplicates after the next slice",
+        last_write.saturating_sub(frozen_at),
         trusted_until_ms - last_commit_ms,
         got.len() - total
     );

@@ -33,7 +33,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
@@ -162,6 +162,9 @@ pub struct OffsetStore {
     hint_key: String,
     /// The writing task's lease token: hint writes are fenced by it ([`StateStore::put_fenced`]).
     fencing_token: Option<u64>,
+    /// Hint writes give up at this instant (the writer's lease validity), see
+    /// [`OffsetStore::hint_writes_until`].
+    hint_until: Option<Instant>,
     read_timeout: Duration,
     tracked: BTreeMap<PartitionKey, Tracked>,
     /// Known stored value of each tracked key (`None` = no offset), as of `positions`.
@@ -205,6 +208,7 @@ impl OffsetStore {
             state,
             hint_key: hint_key.into(),
             fencing_token: None,
+            hint_until: None,
             read_timeout: DEFAULT_READ_TIMEOUT,
             tracked: BTreeMap::new(),
             values: BTreeMap::new(),
@@ -217,6 +221,13 @@ impl OffsetStore {
     pub fn fenced_by(mut self, fencing_token: u64) -> Self {
         self.fencing_token = Some(fencing_token);
         self
+    }
+
+    /// Hint writes from now on give up at `until` (e.g. when the writer's lease stops being
+    /// trusted): a stalled state store must not hold the copy loop, and a hint not written
+    /// only makes the next load read more of the topic.
+    pub fn hint_writes_until(&mut self, until: Instant) {
+        self.hint_until = Some(until);
     }
 
     /// The Connect connector name in the keys (default `MirrorSourceConnector`).
@@ -621,11 +632,24 @@ impl OffsetStore {
         if self.state.get(&self.hint_key).ok().flatten().as_ref() == Some(&doc) {
             return Ok(());
         }
-        match self.fencing_token {
-            Some(token) => self.state.put_fenced(&self.hint_key, &doc, token)?,
-            None => self.state.put(&self.hint_key, &doc)?,
+        let state = self
+            .hint_until
+            .and_then(|until| self.state.bounded_by(until))
+            .unwrap_or_else(|| self.state.clone());
+        let written = match self.fencing_token {
+            Some(token) => state.put_fenced(&self.hint_key, &doc, token),
+            None => state.put(&self.hint_key, &doc),
+        };
+        match written {
+            Ok(()) => Ok(()),
+            // A newer lease holder wrote positions since: this writer is stale.
+            Err(e @ StateError::Fenced { .. }) => Err(e.into()),
+            // The previous hint stays: still a consistent (position, values) pair.
+            Err(e) => {
+                tracing::warn!(error = %e, "offsets position hint not written; the next load reads more of the topic");
+                Ok(())
+            }
         }
-        Ok(())
     }
 }
 
@@ -655,6 +679,47 @@ mod tests {
             "version": 1, "topic": "mm2-offsets.A.internal", "partition_count": 25,
             "connector": "MirrorSourceConnector", "positions": positions, "values": values,
         })
+    }
+
+    /// A state store whose writes all fail: as a stalled table (`fenced: false`) or as a
+    /// successor's newer fencing token (`fenced: true`).
+    struct Refusing {
+        fenced: bool,
+    }
+
+    impl StateStore for Refusing {
+        fn get(&self, _: &str) -> Result<Option<Value>, StateError> {
+            Ok(None)
+        }
+        fn put(&self, key: &str, _: &Value) -> Result<(), StateError> {
+            Err(StateError::Backend {
+                key: key.into(),
+                message: "no answer before the slice's deadline".into(),
+            })
+        }
+        fn put_fenced(&self, key: &str, value: &Value, token: u64) -> Result<(), StateError> {
+            match self.fenced {
+                true => Err(StateError::Fenced {
+                    key: key.into(),
+                    token,
+                }),
+                false => self.put(key, value),
+            }
+        }
+    }
+
+    // A hint is an optimisation: one not written (a stalled table) leaves the previous, still
+    // consistent one, so the commit it follows stands. A fenced write means a newer lease
+    // holder exists: that is the writer's error.
+    #[test]
+    fn only_a_fenced_hint_write_fails_the_commit() {
+        let stalled = store(Arc::new(Refusing { fenced: false })).fenced_by(3);
+        assert!(stalled.save_hint().is_ok());
+        let stale = store(Arc::new(Refusing { fenced: true })).fenced_by(3);
+        assert!(matches!(
+            stale.save_hint(),
+            Err(OffsetStoreError::State(StateError::Fenced { token: 3, .. }))
+        ));
     }
 
     // §4.7: keys land on murmur2 % partitions; the spec's example is partition 4 of 25.

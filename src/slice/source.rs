@@ -580,6 +580,7 @@ impl TaskHooks for StoreHooks {
             });
         };
         let until = valid.min(self.deadline);
+        self.store.hint_writes_until(until);
         let commit = tokio::time::timeout_at(until.into(), self.store.commit(&keyed));
         // This runs on a blocking thread (the copy loop), where blocking on the runtime is fine.
         let done = self.handle.block_on(commit);
