@@ -9,15 +9,12 @@ mod common;
 
 use common::faults::{wait_for_exit, Frozen};
 use common::TestRecord;
-use mirrorslice::lease::dynamodb::{DynamoLeaseStore, DEFAULT_CLOCK_SKEW};
+use mirrorslice::lease::dynamodb::DynamoLeaseStore;
 use mirrorslice::lease::{connector_key, task_key, LeaseStore};
-use mirrorslice::wire::connect_offsets::{
-    decode_key, decode_value, DecodedPartition, SourcePartition,
-};
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 struct Flow {
     source: String,
@@ -177,28 +174,6 @@ async fn four_concurrent_runs_share_one_flow_exactly() {
 }
 
 /// Every committed value of every source partition of `topic`, in commit order.
-async fn committed_history(flow: &Flow, topic: &str) -> BTreeMap<i32, Vec<i64>> {
-    let offsets_topic = format!("mm2-offsets.{}.internal", flow.source);
-    let mut records = common::consume_all(&common::stack().b, &offsets_topic, 25).await;
-    records.sort_by_key(|r| (r.partition, r.offset));
-    let mut history: BTreeMap<i32, Vec<i64>> = BTreeMap::new();
-    for r in records {
-        let key = decode_key(r.key.as_deref().unwrap()).unwrap();
-        if let DecodedPartition::Mirror(SourcePartition::Source {
-            topic: t,
-            partition,
-            ..
-        }) = key.partition
-        {
-            if t == topic {
-                if let Some(v) = decode_value(r.value.as_deref()).unwrap() {
-                    history.entry(partition).or_default().push(v);
-                }
-            }
-        }
-    }
-    history
-}
 
 // A slice frozen (SIGSTOP) past its lease while another invocation takes the lease over and
 // copies everything; then thawed. It must stop writing at once (its extra duplicates bounded by
@@ -244,23 +219,7 @@ async fn a_slice_frozen_past_its_lease_stops_writing_when_it_thaws() {
     // 2. Its task lease expires; a second invocation takes it and copies everything.
     let leases = DynamoLeaseStore::with_endpoint(&stack.dynamodb, "us-east-1", &flow.table);
     let key = task_key(&name, "MirrorSourceConnector", 0);
-    let skew = DEFAULT_CLOCK_SKEW.as_millis() as i64;
-    let expired = Instant::now() + Duration::from_secs(60);
-    loop {
-        let lease = leases
-            .describe(&key)
-            .await
-            .unwrap()
-            .expect("the frozen slice's lease");
-        if lease.expires_at_ms + skew < chrono::Utc::now().timestamp_millis() {
-            break;
-        }
-        assert!(
-            Instant::now() < expired,
-            "the lease never expired: {lease:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    common::faults::wait_for_lease_expiry(&leases, &key).await;
     let state2 = tempfile::tempdir().unwrap();
     let second = flow.command(&state2).output().unwrap();
     let stderr = String::from_utf8_lossy(&second.stderr);
@@ -293,7 +252,9 @@ async fn a_slice_frozen_past_its_lease_stops_writing_when_it_thaws() {
     );
 
     // 4. No stored offset moved backwards, and a last slice finds nothing left: nothing lost.
-    for (partition, values) in committed_history(&flow, &topic).await {
+    for (partition, values) in
+        common::committed_history(&common::stack().b, &flow.source, &topic).await
+    {
         assert!(
             values.windows(2).all(|w| w[0] <= w[1]),
             "partition {partition}: committed offsets went backwards: {values:?}"

@@ -90,6 +90,9 @@ async fn a_target_broker_stalled_mid_slice_ends_the_slice_by_its_deadline() {
     let stack = common::stack();
     let broker = PrivateServer::tansu();
     let flow = StallFlow::new(&stack.a, &broker.bootstrap());
+    // A short lease, renewed while the target is stalled: the stall must not pass for a lost
+    // lease (an earlier version gave up waiting at the validity known when the wait began).
+    flow.configure("mirrorslice.lease.duration = 3s\nmirrorslice.lease.skew.allowance = 1s\n");
     let topic = format!("stall-{}", flow.source);
     let remote = format!("{}.{topic}", flow.source);
     let (partitions, total) = (2, 100_000usize);
@@ -118,6 +121,9 @@ async fn a_target_broker_stalled_mid_slice_ends_the_slice_by_its_deadline() {
     );
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["ok"], false, "{report:#}");
+    let task = &report["slices"][0]["tasks"][0];
+    let error = task["error"].as_str().unwrap_or_default();
+    assert!(error.contains("before the slice's deadline"), "{task:#}");
     let overrun = took.saturating_sub(max);
     assert!(
         overrun <= EXIT_BOUND,

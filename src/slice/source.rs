@@ -574,24 +574,40 @@ impl TaskHooks for StoreHooks {
             .collect();
         // Checked again right before the write (the copy loop checked before the flush), and
         // the wait for its delivery ends with the lease's validity or the slice's deadline.
-        let Some(valid) = self.ownership.valid_until().filter(|t| Instant::now() < *t) else {
+        let trusted = |ownership: &Ownership| {
+            ownership
+                .valid_until()
+                .filter(|t| Instant::now() < *t)
+                .map(|t| t.min(self.deadline))
+        };
+        let Some(until) = trusted(&self.ownership) else {
             return Err(TaskError::LeaseLost {
                 task: self.task.clone(),
             });
         };
-        let until = valid.min(self.deadline);
         self.store.hint_writes_until(until);
-        let commit = tokio::time::timeout_at(until.into(), self.store.commit(&keyed));
+        let (ownership, deadline) = (&self.ownership, self.deadline);
+        let commit = self.store.commit(&keyed);
         // This runs on a blocking thread (the copy loop), where blocking on the runtime is fine.
-        let done = self.handle.block_on(commit);
+        let done = self.handle.block_on(async {
+            tokio::pin!(commit);
+            let mut until = until;
+            loop {
+                if let Ok(done) = tokio::time::timeout_at(until.into(), &mut commit).await {
+                    return Some(done);
+                }
+                // A renewal during the wait extends the lease: wait on while it is trusted.
+                until = trusted(ownership).filter(|t| *t > until)?;
+            }
+        });
         let topic = self.store.topic();
         let message = match done {
-            Ok(Ok(_)) => return Ok(()),
-            Ok(Err(e)) => format!("{topic}: {e}"),
-            Err(_) if until == valid => {
+            Some(Ok(_)) => return Ok(()),
+            Some(Err(e)) => format!("{topic}: {e}"),
+            None if Instant::now() < deadline => {
                 format!("{topic}: not confirmed before the task's lease expired")
             }
-            Err(_) => format!("{topic}: not confirmed before the slice's deadline"),
+            None => format!("{topic}: not confirmed before the slice's deadline"),
         };
         Err(TaskError::Commit {
             task: self.task.clone(),

@@ -196,3 +196,29 @@ impl Drop for Frozen {
         }
     }
 }
+
+/// Waits until the lease `key` has expired for every reader (its expiry plus the store's clock
+/// skew allowance is past), as a frozen holder's lease does: at most 60 s.
+pub async fn wait_for_lease_expiry(
+    leases: &mirrorslice::lease::dynamodb::DynamoLeaseStore,
+    key: &str,
+) {
+    use mirrorslice::lease::LeaseStore;
+    let skew = mirrorslice::lease::dynamodb::DEFAULT_CLOCK_SKEW.as_millis() as i64;
+    let expired = Instant::now() + Duration::from_secs(60);
+    loop {
+        let lease = leases
+            .describe(key)
+            .await
+            .unwrap()
+            .expect("the frozen holder's lease");
+        if lease.expires_at_ms + skew < chrono::Utc::now().timestamp_millis() {
+            return;
+        }
+        assert!(
+            Instant::now() < expired,
+            "the lease never expired: {lease:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}

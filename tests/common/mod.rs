@@ -20,6 +20,7 @@
 
 pub mod faults;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -568,4 +569,36 @@ pub fn flow_properties_between(
          status.storage.replication.factor = 1\n\
          {extra}\n"
     )
+}
+
+/// Every offset committed for `topic`'s partitions in the Connect offsets topic of a flow from
+/// `source_alias`, on `target`, in commit order: to check that none ever moved backwards.
+pub async fn committed_history(
+    target: &str,
+    source_alias: &str,
+    topic: &str,
+) -> BTreeMap<i32, Vec<i64>> {
+    use mirrorslice::wire::connect_offsets::{
+        decode_key, decode_value, DecodedPartition, SourcePartition,
+    };
+    let offsets_topic = format!("mm2-offsets.{source_alias}.internal");
+    let mut records = consume_all(target, &offsets_topic, 25).await;
+    records.sort_by_key(|r| (r.partition, r.offset));
+    let mut history: BTreeMap<i32, Vec<i64>> = BTreeMap::new();
+    for r in records {
+        let key = decode_key(r.key.as_deref().unwrap()).unwrap();
+        if let DecodedPartition::Mirror(SourcePartition::Source {
+            topic: t,
+            partition,
+            ..
+        }) = key.partition
+        {
+            if t == topic {
+                if let Some(v) = decode_value(r.value.as_deref()).unwrap() {
+                    history.entry(partition).or_default().push(v);
+                }
+            }
+        }
+    }
+    history
 }

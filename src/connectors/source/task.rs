@@ -388,7 +388,7 @@ impl<'a> CopyLoop<'a> {
                 return Ok(Stop::Done);
             }
             self.owned_until = hooks.owned_until();
-            let progressed = match self.turn(queues, &mut outcome.gaps) {
+            let progressed = match self.turn(hooks, queues, &mut outcome.gaps) {
                 Ok(progressed) => progressed,
                 Err(e @ TaskError::LeaseLost { .. }) => return Err(e),
                 Err(e) => return Ok(Stop::Failed(e)),
@@ -416,6 +416,7 @@ impl<'a> CopyLoop<'a> {
     /// partition queue, and check partitions that stay silent. True when any event arrived.
     fn turn(
         &mut self,
+        hooks: &mut dyn TaskHooks,
         queues: &[PartitionQueue<MirrorContext>],
         gaps: &mut Vec<Gap>,
     ) -> Result<bool, TaskError> {
@@ -440,7 +441,7 @@ impl<'a> CopyLoop<'a> {
         let mut progressed = false;
         for (idx, queue) in queues.iter().enumerate() {
             if !self.runs[idx].done {
-                progressed |= self.drain(idx, queue, gaps)?;
+                progressed |= self.drain(hooks, idx, queue, gaps)?;
             }
         }
         for run in self.runs.iter_mut() {
@@ -454,6 +455,7 @@ impl<'a> CopyLoop<'a> {
     /// Forwards up to [`BURST`] records of partition `idx`, stopping at its end or an error.
     fn drain(
         &mut self,
+        hooks: &mut dyn TaskHooks,
         idx: usize,
         queue: &PartitionQueue<MirrorContext>,
         gaps: &mut Vec<Gap>,
@@ -464,7 +466,7 @@ impl<'a> CopyLoop<'a> {
         if !self.owned_now() {
             return Err(self.lease_lost());
         }
-        let until = self.wait_until(spec.flush_deadline);
+        let mut limit = WaitLimit::new(self.owned_until, spec.flush_deadline);
         let mut progressed = false;
         for _ in 0..BURST {
             let Some(event) = queue.poll(Duration::ZERO) else {
@@ -474,7 +476,17 @@ impl<'a> CopyLoop<'a> {
             let run = &mut self.runs[idx];
             match event {
                 Ok(msg) => {
-                    if let Err(e) = forward(&self.producer, run, idx, &msg, &self.tracker, until) {
+                    let sent = forward(
+                        &self.producer,
+                        run,
+                        idx,
+                        &msg,
+                        &self.tracker,
+                        &mut limit,
+                        hooks,
+                    );
+                    self.owned_until = limit.owned_until;
+                    if let Err(e) = sent {
                         if !self.owned_now() {
                             return Err(self.lease_lost());
                         }
@@ -543,7 +555,7 @@ impl<'a> CopyLoop<'a> {
     ) -> Result<(), TaskError> {
         let spec = self.spec;
         self.owned_until = hooks.owned_until();
-        self.flush_records();
+        self.flush_records(hooks);
         let result = match stop {
             Stop::Done => first_failure(&spec.name, &self.tracker, &self.runs).map_or(Ok(()), Err),
             Stop::Failed(e) => Err(e),
@@ -575,10 +587,18 @@ impl<'a> CopyLoop<'a> {
     }
 
     /// Waits for the data producer's deliveries until the flush deadline (or the lease's end).
-    fn flush_records(&self) {
-        let until = self.wait_until(self.spec.flush_deadline);
-        let budget = until.saturating_duration_since(Instant::now());
-        if let Err(e) = self.producer.flush(budget) {
+    fn flush_records(&mut self, hooks: &mut dyn TaskHooks) {
+        let mut limit = WaitLimit::new(self.owned_until, self.spec.flush_deadline);
+        let flushed = loop {
+            let budget = limit.until().saturating_duration_since(Instant::now());
+            match self.producer.flush(budget) {
+                Ok(()) => break Ok(()),
+                Err(e) if limit.reached(hooks) => break Err(e),
+                Err(_) => {}
+            }
+        };
+        self.owned_until = limit.owned_until;
+        if let Err(e) = flushed {
             // Out of time: drop what librdkafka has not sent yet, so those records cannot land
             // after the commit and be copied again by the next slice. Requests already in
             // flight may still succeed; they are the only possible duplicates (at-least-once).
@@ -724,15 +744,16 @@ fn wait_for_data(wake: &Wake, stop_at: Instant) {
 }
 
 /// Produce one consumed record to the same partition of the remote topic, byte for byte. A
-/// full producer queue is waited out until `until` (the flush deadline, or the lease's end)
-/// and no longer: then the record is never handed over, and stays uncommitted.
+/// full producer queue is waited out until `limit` is reached (the flush deadline, or the
+/// lease's end) and no longer: then the record is never handed over, and stays uncommitted.
 fn forward(
     producer: &BaseProducer<CopyContext>,
     run: &mut PartitionRun,
     idx: usize,
     msg: &BorrowedMessage<'_>,
     tracker: &Arc<Mutex<AckTracker>>,
-    until: Instant,
+    limit: &mut WaitLimit,
+    hooks: &mut dyn TaskHooks,
 ) -> Result<(), KafkaError> {
     let upstream = msg.offset();
     let headers = msg.headers().map(|hs| {
@@ -775,7 +796,7 @@ fn forward(
         match producer.send(record) {
             Ok(()) => break,
             Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                if Instant::now() >= until {
+                if limit.reached(hooks) {
                     tracker.lock().expect("ack tracker poisoned").purged();
                     return Err(KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull));
                 }
@@ -890,4 +911,37 @@ fn commit(
         s.committed(promote);
     }
     Ok(())
+}
+
+/// When a wait for the producer must end: at the flush deadline, or when the lease stops being
+/// trusted if that comes first. The lease's validity is asked again when reached, because a
+/// renewal in the background extends it: a target that stalls for longer than a renewal period
+/// must not pass for a lost lease.
+struct WaitLimit {
+    owned_until: Option<Instant>,
+    deadline: Instant,
+}
+
+impl WaitLimit {
+    fn new(owned_until: Option<Instant>, deadline: Instant) -> Self {
+        WaitLimit {
+            owned_until,
+            deadline,
+        }
+    }
+
+    fn until(&self) -> Instant {
+        self.owned_until
+            .map_or(self.deadline, |t| t.min(self.deadline))
+    }
+
+    /// Whether the wait must end now; asks `hooks` for the lease's current validity first.
+    fn reached(&mut self, hooks: &mut dyn TaskHooks) -> bool {
+        if Instant::now() < self.until() {
+            return false;
+        }
+        self.owned_until = hooks.owned_until();
+        self.owned_until
+            .is_none_or(|t| Instant::now() >= t.min(self.deadline))
+    }
 }

@@ -1,6 +1,8 @@
 //! A stand-in for the Lambda Runtime API and the `mirror` process it drives, shared by the
 //! function's tests. See `runtime_api.rs` for why the stub is hand-written.
 
+#![allow(dead_code)] // each test binary uses a different subset of the harness
+
 use crate::common;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -159,7 +161,15 @@ impl RuntimeStub {
         }
     }
 
+    /// Hands the function an invocation and waits for its post (at most 30 s past its
+    /// deadline).
     pub fn invoke(&self, id: &str, body: Value, timeout: Duration) -> Posted {
+        self.dispatch(id, body, timeout);
+        self.wait_posted(id, timeout + Duration::from_secs(30))
+    }
+
+    /// Queues an invocation for the function's next `/next` poll, without waiting for its post.
+    pub fn dispatch(&self, id: &str, body: Value, timeout: Duration) {
         self.invokes
             .as_ref()
             .unwrap()
@@ -169,9 +179,13 @@ impl RuntimeStub {
                 timeout,
             })
             .unwrap();
+    }
+
+    /// The post of invocation `id` (the next post; panics after `within`).
+    pub fn wait_posted(&self, id: &str, within: Duration) -> Posted {
         let posted = self
             .posted
-            .recv_timeout(timeout + Duration::from_secs(30))
+            .recv_timeout(within)
             .unwrap_or_else(|e| panic!("no post for invocation {id}: {e}"));
         assert_eq!(posted.id, id);
         posted
@@ -278,6 +292,16 @@ pub fn collect(mut pipe: impl Read + Send + 'static) -> Arc<Mutex<String>> {
 
 impl Function {
     pub fn start(runtime_api: &str, config: &PathBuf, table: &str) -> Function {
+        Function::start_with(runtime_api, config, table, &[])
+    }
+
+    /// [`Function::start`] with more environment (set last: it wins over the stack's).
+    pub fn start_with(
+        runtime_api: &str,
+        config: &PathBuf,
+        table: &str,
+        env: &[(&str, &str)],
+    ) -> Function {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_mirror"));
         cmd.env("AWS_LAMBDA_RUNTIME_API", runtime_api)
             .env("AWS_LAMBDA_FUNCTION_NAME", "mirror")
@@ -295,6 +319,7 @@ impl Function {
         for (k, v) in common::stack().env() {
             cmd.env(k, v);
         }
+        cmd.envs(env.iter().copied());
         let mut child = cmd.spawn().expect("start the mirror binary");
         let stdout = collect(child.stdout.take().unwrap());
         let stderr = collect(child.stderr.take().unwrap());
@@ -303,6 +328,10 @@ impl Function {
             stdout,
             stderr,
         }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub fn stdout(&self) -> String {
