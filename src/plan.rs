@@ -216,7 +216,11 @@ pub async fn build_plan(mm: &MirrorMakerConfig, opts: &PlanOptions) -> Result<Pl
 
     let mut configs = Vec::with_capacity(pairs.len());
     for pair in &pairs {
-        configs.push(pair_configs(mm, pair)?);
+        let cfg = pair_configs(mm, pair)?;
+        // Whatever a slice of the pair would refuse before starting.
+        crate::slice::check_producers(mm, pair, &cfg)?;
+        crate::config::slice::SliceSettings::for_pair(mm, pair)?;
+        configs.push(cfg);
     }
 
     // Ask each involved cluster once, in parallel.

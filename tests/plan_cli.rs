@@ -123,6 +123,16 @@ fn invalid_configs_exit_non_zero_naming_key_or_line() {
             ":3)",
         ),
         ("clusters=A,B\nbad=\\uZZZZ\n", ":2: Malformed"),
+        // What `run` refuses, `plan` refuses too: a guarantee-voiding producer setting and a
+        // bad setting of our own.
+        (
+            "clusters=A,B\nA->B.enabled=true\nB.producer.acks=1\n",
+            "B.producer.acks",
+        ),
+        (
+            "clusters=A,B\nA->B.enabled=true\nmirrorslice.lease.skew.allowance=1m\n",
+            "mirrorslice.lease.skew.allowance",
+        ),
     ];
     for (body, expected) in cases {
         let config = write_config(body);

@@ -124,7 +124,7 @@ pub async fn settle(deadline: Instant) -> Option<String> {
 
 /// Refuses producer settings that void at-least-once ([`guarantees`]) for the data producer and
 /// the producer of the Connect internal topics; returns (and logs) the warnings.
-fn check_producers(
+pub(crate) fn check_producers(
     mm: &MirrorMakerConfig,
     pair: &SourceAndTarget,
     configs: &PairConfigs,
