@@ -189,16 +189,7 @@ async fn a_slice_frozen_past_its_lease_stops_writing_when_it_thaws() {
     let remote = format!("{}.{topic}", flow.source);
     let (partitions, total) = (2, 200_000usize);
     common::create_topic(&stack.a, &topic, partitions, &[]).await;
-    let data: Vec<TestRecord> = (0..total)
-        .map(|i| TestRecord {
-            partition: (i % partitions as usize) as i32,
-            key: Some(format!("k{i}").into_bytes()),
-            value: Some(vec![b'v'; 512]),
-            headers: Vec::new(),
-            timestamp: Some(1_700_000_000_000 + i as i64),
-        })
-        .collect();
-    common::produce(&stack.a, &topic, &data).await;
+    common::produce(&stack.a, &topic, &common::keyed_records(partitions, total)).await;
 
     // 1. The first slice copies until a few thousand records are on the target; then it freezes.
     let state1 = tempfile::tempdir().unwrap();

@@ -6,10 +6,8 @@
 mod common;
 
 use common::faults::{wait_for_exit, PrivateServer, Watermarks};
-use common::TestRecord;
 use mirrorslice::lease::dynamodb::DynamoLeaseStore;
 use serde_json::Value;
-use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -69,18 +67,6 @@ impl StallFlow {
     }
 }
 
-fn records(partitions: i32, total: usize) -> Vec<TestRecord> {
-    (0..total)
-        .map(|i| TestRecord {
-            partition: (i % partitions as usize) as i32,
-            key: Some(format!("k{i}").into_bytes()),
-            value: Some(vec![b'v'; 512]),
-            headers: Vec::new(),
-            timestamp: Some(1_700_000_000_000 + i as i64),
-        })
-        .collect()
-}
-
 // The target broker freezes while a 15 s slice is copying: the slice ends by its deadline plus
 // EXIT_BOUND, reports `ok: false` and exits 1; after the broker thaws, the next slice copies the
 // rest and every record is on the target. Before the fix the slice ran 40 s for a 15 s budget
@@ -97,7 +83,7 @@ async fn a_target_broker_stalled_mid_slice_ends_the_slice_by_its_deadline() {
     let remote = format!("{}.{topic}", flow.source);
     let (partitions, total) = (2, 100_000usize);
     common::create_topic(&stack.a, &topic, partitions, &[]).await;
-    common::produce(&stack.a, &topic, &records(partitions, total)).await;
+    common::produce(&stack.a, &topic, &common::keyed_records(partitions, total)).await;
 
     let state = tempfile::tempdir().unwrap();
     let max = Duration::from_secs(15);
@@ -113,40 +99,17 @@ async fn a_target_broker_stalled_mid_slice_ends_the_slice_by_its_deadline() {
     let frozen_at = started.elapsed();
     let (out, _) = wait_for_exit(slice, max + Duration::from_secs(60));
     let took = started.elapsed();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "the failure is reported: {stderr}"
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["ok"], false, "{report:#}");
-    let task = &report["slices"][0]["tasks"][0];
-    let error = task["error"].as_str().unwrap_or_default();
-    assert!(error.contains("before the slice's deadline"), "{task:#}");
-    let overrun = took.saturating_sub(max);
-    assert!(
-        overrun <= EXIT_BOUND,
-        "ended {overrun:?} after its deadline: {stderr}"
-    );
+    let overrun = assert_failed_in_time(&out, took, max, "before the slice's deadline");
 
     frozen.thaw();
     let state = tempfile::tempdir().unwrap();
-    let next = flow.command(&state, "60s").output().unwrap();
-    let stderr = String::from_utf8_lossy(&next.stderr);
-    assert_eq!(next.status.code(), Some(0), "{stderr}");
-    let report: Value = serde_json::from_slice(&next.stdout).unwrap();
-    assert_eq!(report["slices"][0]["caught_up"], true, "{report:#}");
-    let got = common::consume_all(&broker.bootstrap(), &remote, partitions).await;
-    let keys: BTreeSet<(i32, Vec<u8>)> = got
-        .iter()
-        .map(|r| (r.partition, r.key.clone().unwrap()))
-        .collect();
-    assert_eq!(keys.len(), total, "every record is on the target");
+    assert_caught_up(flow.command(&state, "60s"));
+    let duplicates =
+        common::assert_all_copied(&broker.bootstrap(), &remote, partitions, total).await;
     eprintln!(
         "target stalled at {frozen_at:?}: the 15 s slice ended after {took:?} ({overrun:?} past \
          its deadline); {} duplicates after the next slice",
-        got.len() - total
+        duplicates
     );
 }
 
@@ -180,7 +143,7 @@ async fn a_lease_table_stalled_mid_slice_stops_the_copy_within_the_lease() {
     let remote = format!("{}.{topic}", flow.source);
     let (partitions, total) = (2, 100_000usize);
     common::create_topic(&stack.a, &topic, partitions, &[]).await;
-    common::produce(&stack.a, &topic, &records(partitions, total)).await;
+    common::produce(&stack.a, &topic, &common::keyed_records(partitions, total)).await;
     let table_env = |cmd: &mut Command| {
         cmd.env("MIRRORSLICE_LEASE_TABLE", &table)
             .env("AWS_ENDPOINT_URL_DYNAMODB", &endpoint)
@@ -217,22 +180,7 @@ async fn a_lease_table_stalled_mid_slice_stops_the_copy_within_the_lease() {
     let (out, _) = wait_for_exit(slice, max + Duration::from_secs(60));
     let took = started.elapsed();
     let written_late = target.total(&remote, partitions) - stopped_with;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "the failure is reported: {stderr}"
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["ok"], false, "{report:#}");
-    let task = &report["slices"][0]["tasks"][0];
-    let error = task["error"].as_str().unwrap_or_default();
-    assert!(error.contains("lease lost"), "{task:#}");
-    let overrun = took.saturating_sub(max);
-    assert!(
-        overrun <= EXIT_BOUND,
-        "ended {overrun:?} after its deadline: {stderr}"
-    );
+    let overrun = assert_failed_in_time(&out, took, max, "lease lost");
     assert!(
         (stopped_with as usize) < total,
         "the copy finished before the lease ran out: nothing was tested"
@@ -251,25 +199,53 @@ async fn a_lease_table_stalled_mid_slice_stops_the_copy_within_the_lease() {
     let state = tempfile::tempdir().unwrap();
     let mut command = flow.command(&state, "60s");
     table_env(&mut command);
-    let next = command.output().unwrap();
-    let stderr = String::from_utf8_lossy(&next.stderr);
-    assert_eq!(next.status.code(), Some(0), "{stderr}");
-    let report: Value = serde_json::from_slice(&next.stdout).unwrap();
-    assert_eq!(report["slices"][0]["caught_up"], true, "{report:#}");
-    let got = common::consume_all(&stack.b, &remote, partitions).await;
-    let keys: BTreeSet<(i32, Vec<u8>)> = got
-        .iter()
-        .map(|r| (r.partition, r.key.clone().unwrap()))
-        .collect();
-    assert_eq!(keys.len(), total, "every record is on the target");
+    assert_caught_up(command);
+    let duplicates = common::assert_all_copied(&stack.b, &remote, partitions, total).await;
     eprintln!(
         "lease table stalled at {frozen_at:?}; writes stopped {:?} later with {stopped_with} \
          copied; the 20 s slice ended after {took:?} ({overrun:?} past its deadline); last commit {} ms before the trust \
          ran out; {} duplicates after the next slice",
         last_write.saturating_sub(frozen_at),
         trusted_until_ms - last_commit_ms,
-        got.len() - total
+        duplicates
     );
+}
+
+/// Checks that a slice that met a stalled server failed loudly and in time: exit 1, `ok: false`,
+/// its task's error naming `cause`, and an end at most [`EXIT_BOUND`] past its `max` duration.
+/// How far past its deadline it ended.
+fn assert_failed_in_time(
+    out: &std::process::Output,
+    took: Duration,
+    max: Duration,
+    cause: &str,
+) -> Duration {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the failure is reported: {stderr}"
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["ok"], false, "{report:#}");
+    let task = &report["slices"][0]["tasks"][0];
+    let error = task["error"].as_str().unwrap_or_default();
+    assert!(error.contains(cause), "{task:#}");
+    let overrun = took.saturating_sub(max);
+    assert!(
+        overrun <= EXIT_BOUND,
+        "ended {overrun:?} after its deadline: {stderr}"
+    );
+    overrun
+}
+
+/// Runs a slice that must succeed and catch up.
+fn assert_caught_up(mut command: Command) {
+    let next = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&next.stderr);
+    assert_eq!(next.status.code(), Some(0), "{stderr}");
+    let report: Value = serde_json::from_slice(&next.stdout).unwrap();
+    assert_eq!(report["slices"][0]["caught_up"], true, "{report:#}");
 }
 
 /// When the last record of the flow's Connect offsets topic (on the target) was written.

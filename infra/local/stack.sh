@@ -109,11 +109,12 @@ ensure_moto() {
 # --- start / stop ---
 
 # Runs in the detached child: writes its own PID to $0 (setsid may fork, so $! is not
-# reliable), closes every inherited descriptor above stderr — the flock descriptor would keep
+# reliable; written aside and renamed, so a reader never sees the file empty and takes the
+# server for dead), closes every inherited descriptor above stderr — the flock descriptor would keep
 # the lock held for the daemon's lifetime, and a caller's pipe would make the caller wait for
 # EOF forever — then execs the server, so the PID file names the server process itself.
 # shellcheck disable=SC2016 # expanded by the child bash, not here
-SPAWN_WRAPPER='echo $$ >"$0"
+SPAWN_WRAPPER='echo $$ >"$0.tmp" && mv -f "$0.tmp" "$0"
 for f in /proc/$$/fd/*; do
     n=${f##*/}
     if [ "$n" -gt 2 ] 2>/dev/null; then eval "exec $n>&-" 2>/dev/null; fi

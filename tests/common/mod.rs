@@ -20,7 +20,7 @@
 
 pub mod faults;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -601,4 +601,35 @@ pub async fn committed_history(
         }
     }
     history
+}
+
+/// Every one of `total` source records is on `bootstrap` in `remote` (by partition and key), at
+/// least once; how many duplicates there are.
+pub async fn assert_all_copied(
+    bootstrap: &str,
+    remote: &str,
+    partitions: i32,
+    total: usize,
+) -> usize {
+    let got = consume_all(bootstrap, remote, partitions).await;
+    let keys: BTreeSet<(i32, Vec<u8>)> = got
+        .iter()
+        .map(|r| (r.partition, r.key.clone().unwrap()))
+        .collect();
+    assert_eq!(keys.len(), total, "every record is on the target");
+    got.len() - total
+}
+
+/// `total` records over `partitions` partitions (round robin): keys `k<i>`, 512-byte values,
+/// increasing timestamps; as fault tests copy them.
+pub fn keyed_records(partitions: i32, total: usize) -> Vec<TestRecord> {
+    (0..total)
+        .map(|i| TestRecord {
+            partition: (i % partitions as usize) as i32,
+            key: Some(format!("k{i}").into_bytes()),
+            value: Some(vec![b'v'; 512]),
+            headers: Vec::new(),
+            timestamp: Some(1_700_000_000_000 + i as i64),
+        })
+        .collect()
 }

@@ -5,33 +5,17 @@
 //! settled before the handler returns (a frozen environment would send them on its next thaw).
 //! Each test freezes servers or processes of its own (SIGSTOP, undone in a guard).
 
-// See `runtime_api.rs`: the shared harness names the root package's directory with `env!`.
-macro_rules! env {
-    ("CARGO_MANIFEST_DIR") => {
-        concat!(std::env!("CARGO_MANIFEST_DIR"), "/../..")
-    };
-    ("CARGO_BIN_EXE_mirrorslice") => {
-        concat!(
-            std::env!("CARGO_MANIFEST_DIR"),
-            "/../../target/debug/mirrorslice"
-        )
-    };
-    ($name:literal) => {
-        std::env!($name)
-    };
-}
-
+// First: its `env!` serves the shared harness below (see tests/lambda).
+#[macro_use]
+mod lambda;
 #[path = "../../../tests/common/mod.rs"]
 mod common;
-mod lambda;
 
 use common::faults::{wait_for_copied, Frozen, PrivateServer, Watermarks};
-use common::TestRecord;
 use lambda::{Function, Posted, RuntimeStub};
 use mirrorslice::lease::dynamodb::DynamoLeaseStore;
 use mirrorslice::lease::task_key;
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -90,16 +74,7 @@ impl LambdaFlow {
         let topic = format!("fault-{}", self.source);
         let partitions = 2;
         common::create_topic(a, &topic, partitions, &[]).await;
-        let records: Vec<TestRecord> = (0..total)
-            .map(|i| TestRecord {
-                partition: (i % partitions as usize) as i32,
-                key: Some(format!("k{i}").into_bytes()),
-                value: Some(vec![b'v'; 512]),
-                headers: Vec::new(),
-                timestamp: Some(1_700_000_000_000 + i as i64),
-            })
-            .collect();
-        common::produce(a, &topic, &records).await;
+        common::produce(a, &topic, &common::keyed_records(partitions, total)).await;
         (format!("{}.{topic}", self.source), partitions)
     }
 }
@@ -148,17 +123,6 @@ fn invoke_until_caught_up(stub: &RuntimeStub, flow: &str, label: &str) {
     panic!("{flow} not caught up after 5 invocations: {last:#}");
 }
 
-/// Every key of `remote` on `bootstrap` is there once at least; the number of duplicates.
-async fn assert_all_copied(bootstrap: &str, remote: &str, partitions: i32, total: usize) -> usize {
-    let got = common::consume_all(bootstrap, remote, partitions).await;
-    let keys: BTreeSet<(i32, Vec<u8>)> = got
-        .iter()
-        .map(|r| (r.partition, r.key.clone().unwrap()))
-        .collect();
-    assert_eq!(keys.len(), total, "every record is on the target");
-    got.len() - total
-}
-
 /// Ends the function the way the tests of `runtime_api.rs` do (`/next` fails; it exits).
 fn shut_down(mut stub: RuntimeStub, mut function: Function) {
     stub.finish();
@@ -204,7 +168,8 @@ async fn a_stalled_target_broker_still_gets_the_response_posted_in_time() {
     let key = task_key(&flow.name(), "MirrorSourceConnector", 0);
     common::faults::wait_for_lease_expiry(&leases, &key).await;
     invoke_until_caught_up(&stub, &flow.name(), "after-thaw");
-    let duplicates = assert_all_copied(&broker.bootstrap(), &remote, partitions, total).await;
+    let duplicates =
+        common::assert_all_copied(&broker.bootstrap(), &remote, partitions, total).await;
     eprintln!("stalled target: {duplicates} duplicates, nothing lost");
     shut_down(stub, function);
 }
@@ -251,7 +216,7 @@ async fn a_stalled_lease_table_stops_the_copy_and_the_response_is_posted_in_time
     frozen.thaw();
     flow.throttle(false);
     invoke_until_caught_up(&stub, &flow.name(), "after-thaw");
-    let duplicates = assert_all_copied(&stack.b, &remote, partitions, total).await;
+    let duplicates = common::assert_all_copied(&stack.b, &remote, partitions, total).await;
     eprintln!(
         "stalled lease table: copy stopped with {stopped_with} records; failure posted {} ms \
          before the invocation deadline; {duplicates} duplicates, nothing lost",
@@ -313,7 +278,7 @@ async fn a_function_frozen_past_its_lease_stops_writing_when_it_thaws() {
             "partition {partition}: committed offsets went backwards: {values:?}"
         );
     }
-    let duplicates = assert_all_copied(&stack.b, &remote, partitions, total).await;
+    let duplicates = common::assert_all_copied(&stack.b, &remote, partitions, total).await;
     eprintln!(
         "frozen function: {extra} records written after the thaw (bound {in_flight_bound}); \
          {duplicates} duplicates in all, nothing lost"

@@ -9,27 +9,11 @@
 //!
 //! Everything else is real: the local stack's brokers and moto (DynamoDB API) for the leases.
 
-// The shared harness (`tests/common`) belongs to the root package and names that package's
-// directory and CLI with `env!`. Textual macro scope lets this crate answer those two names
-// (the root is two levels up; the CLI is not used here) and pass every other name through.
-macro_rules! env {
-    ("CARGO_MANIFEST_DIR") => {
-        concat!(std::env!("CARGO_MANIFEST_DIR"), "/../..")
-    };
-    ("CARGO_BIN_EXE_mirrorslice") => {
-        concat!(
-            std::env!("CARGO_MANIFEST_DIR"),
-            "/../../target/debug/mirrorslice"
-        )
-    };
-    ($name:literal) => {
-        std::env!($name)
-    };
-}
-
+// First: its `env!` serves the shared harness below (see tests/lambda).
+#[macro_use]
+mod lambda;
 #[path = "../../../tests/common/mod.rs"]
 mod common;
-mod lambda;
 
 use common::TestRecord;
 use lambda::{emf_lines, flow_config, Function, RuntimeStub};

@@ -3,6 +3,24 @@
 
 #![allow(dead_code)] // each test binary uses a different subset of the harness
 
+// The shared harness (`tests/common`) belongs to the root package and names that package's
+// directory and CLI with `env!`. Textual macro scope lets this crate answer those two names
+// (the root is two levels up; the CLI is not used here) and pass every other name through.
+macro_rules! env {
+    ("CARGO_MANIFEST_DIR") => {
+        concat!(std::env!("CARGO_MANIFEST_DIR"), "/../..")
+    };
+    ("CARGO_BIN_EXE_mirrorslice") => {
+        concat!(
+            std::env!("CARGO_MANIFEST_DIR"),
+            "/../../target/debug/mirrorslice"
+        )
+    };
+    ($name:literal) => {
+        std::env!($name)
+    };
+}
+
 use crate::common;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -372,26 +390,8 @@ impl Drop for Function {
 /// An mm2.properties for one flow between the stack's clusters, with aliases and a topic filter
 /// that are this test's own (the brokers are shared).
 pub fn flow_config(source: &str, target: &str, extra: &str) -> String {
-    let stack = common::stack();
-    format!(
-        "clusters = {source}, {target}\n\
-         {source}.bootstrap.servers = {a}\n\
-         {target}.bootstrap.servers = {b}\n\
-         {source}->{target}.enabled = true\n\
-         {source}->{target}.topics = .*-{source}\n\
-         {target}->{source}.emit.heartbeats.enabled = false\n\
-         replication.factor = 1\n\
-         offset-syncs.topic.replication.factor = 1\n\
-         checkpoints.topic.replication.factor = 1\n\
-         heartbeats.topic.replication.factor = 1\n\
-         config.storage.replication.factor = 1\n\
-         offset.storage.replication.factor = 1\n\
-         status.storage.replication.factor = 1\n\
-         {target}.offset.flush.interval.ms = 200\n\
-         {extra}\n",
-        a = stack.a,
-        b = stack.b,
-    )
+    let extra = format!("{target}.offset.flush.interval.ms = 200\n{extra}");
+    common::flow_properties(source, target, &extra)
 }
 
 /// The EMF lines the function printed on stdout, by flow.
