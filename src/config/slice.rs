@@ -98,12 +98,12 @@ impl SliceSettings {
             ..Default::default()
         };
         if let Err(reason) = s.lease.check() {
-            let key = if s.lease.duration < MIN_LEASE_DURATION {
-                LEASE_DURATION
-            } else {
-                LEASE_SKEW_ALLOWANCE
-            };
-            let (k, v) = lookup(key).unwrap_or((key.to_string(), String::new()));
+            // Name a key the user set: the defaults are valid together, so one of them is set.
+            let skew =
+                lookup(LEASE_SKEW_ALLOWANCE).filter(|_| s.lease.duration >= MIN_LEASE_DURATION);
+            let (k, v) = skew
+                .or_else(|| lookup(LEASE_DURATION))
+                .expect("default lease timings are valid");
             return Err(fail(&k, &v, &reason));
         }
         if let Some((k, v)) = lookup(ON_GAP) {
@@ -185,6 +185,8 @@ mod tests {
             ("mirrorslice.lambda.price.per.gb.second", "-1"),
             ("mirrorslice.lease.duration", "500ms"),
             ("A->B.mirrorslice.lease.skew.allowance", "16s"),
+            // Too short for the default 5 s allowance: the key set is the one named.
+            ("mirrorslice.lease.duration", "6s"),
         ] {
             let err = SliceSettings::for_pair(&mm(&[(key, value)]), &ab()).unwrap_err();
             assert!(err.to_string().contains(key), "{err}");

@@ -160,8 +160,11 @@ impl SourceSlice<'_> {
         clients: &WorkerClients,
     ) -> Result<(WorkerTopics, HeldLease), SliceError> {
         let key = connector_key(&self.flow(), CONNECTOR);
-        let give_up_at =
-            (self.stop_at.max(Instant::now() + Duration::from_secs(5))).min(self.deadline);
+        // Wait a little for another holder even in a slice about to stop, never past its end.
+        let give_up_at = self
+            .stop_at
+            .max(Instant::now() + Duration::from_secs(5))
+            .min(self.deadline);
         let (topics, lease) = tokio::join!(
             ensure_worker_topics(&self.configs.worker, &clients.admin),
             acquire_waiting(self.env, &key, self.settings.lease, give_up_at)

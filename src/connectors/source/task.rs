@@ -579,7 +579,9 @@ impl<'a> CopyLoop<'a> {
         self.commit(hooks, syncs.as_deref_mut(), promote)?;
         outcome.commits += 1;
         if let Some(s) = syncs {
-            // Offset syncs of the final commit are part of the slice: flush them before exiting.
+            // Offset syncs of the final commit are part of the slice: flush them before exiting,
+            // while the lease (as it stands after the commit's wait) holds.
+            self.owned_until = hooks.owned_until();
             s.finish(self.wait_until(spec.flush_deadline));
         }
         outcome.partitions = self.final_reports();
