@@ -13,7 +13,8 @@
 //!
 //! tansu facts these tests rely on: it reports every topic config with source DEFAULT_CONFIG, so
 //! configs are copied only with `use.defaults.from=source` (set at flow level, where MM2 honours
-//! it); it supports IncrementalAlterConfigs (SET and DELETE) but not CreatePartitions.
+//! it); it supports IncrementalAlterConfigs (SET and DELETE) but not CreatePartitions. Apache
+//! Kafka (`MIRRORSLICE_BROKER=kafka`) marks each config with its real source.
 
 mod common;
 
@@ -28,7 +29,7 @@ use mirrorslice::connectors::source::connector::{
 };
 use mirrorslice::kafka::admin_ext::{self, AlterOp};
 use mirrorslice::state::LocalStateStore;
-use rdkafka::admin::{AdminClient, AdminOptions, ResourceSpecifier};
+use rdkafka::admin::{AdminClient, AdminOptions, ConfigSource, ResourceSpecifier};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::ClientConfig;
 
@@ -82,7 +83,11 @@ fn admin(bootstrap: &str) -> AdminClient<DefaultClientContext> {
 }
 
 /// The topic's configs as the broker describes them.
+/// The configs set on a topic. Apache Kafka also describes every default (a broker's
+/// `min.insync.replicas`, say) and marks each entry with its source: only the topic's own
+/// settings count. tansu describes only what was set, every entry marked as a default.
 async fn describe(bootstrap: &str, topic: &str) -> BTreeMap<String, String> {
+    let only_topic_settings = stack().is_kafka();
     let admin = admin(bootstrap);
     let spec = [ResourceSpecifier::Topic(topic)];
     let results = admin
@@ -93,6 +98,7 @@ async fn describe(bootstrap: &str, topic: &str) -> BTreeMap<String, String> {
     resource
         .entries
         .into_iter()
+        .filter(|e| !only_topic_settings || e.source == ConfigSource::DynamicTopic)
         .filter_map(|e| Some((e.name, e.value?)))
         .collect()
 }

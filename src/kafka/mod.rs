@@ -172,12 +172,17 @@ pub fn close_consumer<C: ConsumerContext>(
 /// The broker's listed start (`Offset::Beginning`) or end (`Offset::End`) offsets of several
 /// partitions, in one ListOffsets request (librdkafka's offsets-for-times with the special
 /// timestamps -2 / -1).
+///
+/// Right after a topic is created (or deleted and created again) Apache Kafka may not have a
+/// leader for it in its metadata yet, and librdkafka fails the whole request with
+/// `NotLeaderForPartition` or `LeaderNotAvailable`; those are retried until `timeout`.
 pub fn listed_offsets<C: ConsumerContext>(
     consumer: &rdkafka::consumer::BaseConsumer<C>,
     partitions: &[(String, i32)],
     which: rdkafka::Offset,
     timeout: std::time::Duration,
 ) -> Result<std::collections::BTreeMap<(String, i32), i64>, KafkaError> {
+    const RETRY_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
     if partitions.is_empty() {
         return Ok(Default::default());
     }
@@ -185,7 +190,16 @@ pub fn listed_offsets<C: ConsumerContext>(
     for (topic, partition) in partitions {
         tpl.add_partition_offset(topic, *partition, which)?;
     }
-    let answer = consumer.offsets_for_times(tpl, timeout)?;
+    let deadline = std::time::Instant::now() + timeout;
+    let answer = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match consumer.offsets_for_times(tpl.clone(), left) {
+            Err(e) if is_leader_election(&e) && left > RETRY_BACKOFF * 2 => {
+                std::thread::sleep(RETRY_BACKOFF)
+            }
+            other => break other?,
+        }
+    };
     Ok(answer
         .elements()
         .iter()
@@ -198,6 +212,14 @@ pub fn listed_offsets<C: ConsumerContext>(
             _ => None,
         })
         .collect())
+}
+
+/// A partition without a known leader for now: a new topic, or one whose leader moved.
+fn is_leader_election(error: &KafkaError) -> bool {
+    matches!(
+        error.rdkafka_error_code(),
+        Some(RDKafkaErrorCode::NotLeaderForPartition | RDKafkaErrorCode::LeaderNotAvailable)
+    )
 }
 
 /// Log directives every `tracing` setup of ours adds: after [`close_consumer`], rdkafka's own

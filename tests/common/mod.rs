@@ -1,8 +1,8 @@
 //! Integration-test harness shared by every `tests/*.rs` file (`mod common;`).
 //!
 //! Why it exists: MM2 compatibility can only be shown against real Kafka-protocol brokers, so
-//! each test talks to the local stack from `infra/local/stack.sh` — two tansu brokers standing in
-//! for clusters A and B, and moto as the DynamoDB endpoint for leases. The stack is started at
+//! each test talks to the local stack from `infra/local/stack.sh` — two brokers standing in for
+//! clusters A and B (tansu, or Apache Kafka with `MIRRORSLICE_BROKER=kafka`), and moto as the DynamoDB endpoint for leases. The stack is started at
 //! most once per test process ([`stack`]); the script's `flock` makes concurrent test binaries
 //! safe. The brokers are shared by all tests, so every test names its topics, groups and tables
 //! with [`unique`] and never depends on what another test wrote.
@@ -38,6 +38,26 @@ use rdkafka::{ClientConfig, Message, Offset, Timestamp, TopicPartitionList};
 /// How long a single broker request from the harness may take before the test fails.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Which kind of broker plays clusters A and B (`MIRRORSLICE_BROKER`, as in `stack.sh`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Broker {
+    /// tansu: a young Kafka-protocol broker with known gaps (no DeleteRecords, retention or
+    /// CreatePartitions; ListOffsets(LATEST) trails the log end). The default.
+    Tansu,
+    /// Apache Kafka, the broker our users run (Amazon MSK is Apache Kafka).
+    Kafka,
+}
+
+impl Broker {
+    fn from_env_value(value: &str) -> Broker {
+        match value {
+            "" | "tansu" => Broker::Tansu,
+            "kafka" => Broker::Kafka,
+            other => panic!("MIRRORSLICE_BROKER={other}: expected tansu or kafka"),
+        }
+    }
+}
+
 /// Addresses of the running local stack.
 #[derive(Debug, Clone)]
 pub struct Stack {
@@ -47,6 +67,8 @@ pub struct Stack {
     pub b: String,
     /// DynamoDB endpoint URL (`http://host:port`), as in `AWS_ENDPOINT_URL_DYNAMODB`.
     pub dynamodb: String,
+    /// The brokers behind A and B: tests of what tansu cannot do run on Apache Kafka only.
+    pub broker: Broker,
 }
 
 impl Stack {
@@ -63,6 +85,11 @@ impl Stack {
             ("AWS_SECRET_ACCESS_KEY", "test".to_string()),
         ]
     }
+
+    /// Whether A and B are Apache Kafka brokers.
+    pub fn is_kafka(&self) -> bool {
+        self.broker == Broker::Kafka
+    }
 }
 
 /// Path of the stack script, independent of the test's working directory.
@@ -70,15 +97,42 @@ pub fn stack_script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("infra/local/stack.sh")
 }
 
+/// Runs `stack.sh <command>` (which inherits `MIRRORSLICE_BROKER` and the port variables) and
+/// returns its standard output; a failure panics with both streams.
+fn run_stack_script(command: &str) -> String {
+    let script = stack_script();
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(command)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    if !out.status.success() {
+        panic!(
+            "{} {command} failed ({}):\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            script.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Starts the local stack once per test process and returns its addresses.
 ///
-/// Ports follow `MIRRORSLICE_STACK_A_PORT`, `MIRRORSLICE_STACK_B_PORT` and
-/// `MIRRORSLICE_STACK_DYNAMODB_PORT`, as in the script (which inherits them). With
-/// `MIRRORSLICE_STACK_EXTERNAL=1` the script is not run and `MIRRORSLICE_STACK_A`,
-/// `MIRRORSLICE_STACK_B` and `AWS_ENDPOINT_URL_DYNAMODB` name brokers managed elsewhere.
+/// `MIRRORSLICE_BROKER` (`tansu`, the default, or `kafka`) picks the brokers and the ports
+/// follow the script's variables; the addresses are read from `stack.sh env`, so the script is
+/// the one place that knows them. With `MIRRORSLICE_STACK_EXTERNAL=1` the script is not run and
+/// `MIRRORSLICE_STACK_A`, `MIRRORSLICE_STACK_B` and `AWS_ENDPOINT_URL_DYNAMODB` name brokers
+/// managed elsewhere.
 pub fn stack() -> &'static Stack {
     static STACK: OnceLock<Stack> = OnceLock::new();
     STACK.get_or_init(|| {
+        let broker = Broker::from_env_value(
+            std::env::var("MIRRORSLICE_BROKER")
+                .unwrap_or_default()
+                .as_str(),
+        );
         if std::env::var("MIRRORSLICE_STACK_EXTERNAL").as_deref() == Ok("1") {
             let var = |k: &str| {
                 std::env::var(k)
@@ -88,38 +142,26 @@ pub fn stack() -> &'static Stack {
                 a: var("MIRRORSLICE_STACK_A"),
                 b: var("MIRRORSLICE_STACK_B"),
                 dynamodb: var("AWS_ENDPOINT_URL_DYNAMODB"),
+                broker,
             };
         }
-        let script = stack_script();
-        let out = Command::new("bash")
-            .arg(&script)
-            .arg("up")
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-        if !out.status.success() {
-            panic!(
-                "{} up failed ({}):\n--- stdout ---\n{}\n--- stderr ---\n{}",
-                script.display(),
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        let port = |k: &str, default: u16| -> u16 {
-            match std::env::var(k) {
-                Ok(v) => v
-                    .parse()
-                    .unwrap_or_else(|_| panic!("{k}={v} is not a port")),
-                Err(_) => default,
-            }
+        run_stack_script("up");
+        let exports: BTreeMap<String, String> = run_stack_script("env")
+            .lines()
+            .filter_map(|line| line.strip_prefix("export ")?.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let var = |k: &str| {
+            exports
+                .get(k)
+                .cloned()
+                .unwrap_or_else(|| panic!("`stack.sh env` printed no {k}"))
         };
         Stack {
-            a: format!("127.0.0.1:{}", port("MIRRORSLICE_STACK_A_PORT", 19092)),
-            b: format!("127.0.0.1:{}", port("MIRRORSLICE_STACK_B_PORT", 29092)),
-            dynamodb: format!(
-                "http://127.0.0.1:{}",
-                port("MIRRORSLICE_STACK_DYNAMODB_PORT", 18000)
-            ),
+            a: var("MIRRORSLICE_STACK_A"),
+            b: var("MIRRORSLICE_STACK_B"),
+            dynamodb: var("AWS_ENDPOINT_URL_DYNAMODB"),
+            broker,
         }
     })
 }
