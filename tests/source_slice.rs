@@ -77,6 +77,13 @@ impl Flow {
         (out.status.code().unwrap_or(-1), report, stderr)
     }
 
+    /// Appends `lines` to the flow's `mm2.properties`: the next slice reads them.
+    fn add_config(&self, lines: &str) {
+        let mut body = std::fs::read_to_string(&self.config).unwrap();
+        body.push_str(lines);
+        std::fs::write(&self.config, body).unwrap();
+    }
+
     fn run_ok(&self) -> Value {
         let (code, report, stderr) = self.run();
         assert_eq!(code, 0, "slice failed: {stderr}\n{report:#}");
@@ -327,6 +334,163 @@ async fn recreated_source_topic_with_fewer_records_fails_naming_the_topic() {
         .expect("task status written");
     assert_eq!(task["state"], "FAILED");
     assert!(task["trace"].as_str().unwrap().contains(&topic));
+}
+
+// Records deleted before they were copied (retention; here DeleteRecords, which moves the log
+// start the same way) are a `below_log_start` gap. With `mirrorslice.on.gap = fail` the slice
+// fails naming the exact range and copies nothing past it; with `skip` it resumes at the log
+// start, reports the gap as skipped and copies the rest. Apache Kafka only: tansu has no
+// DeleteRecords and no retention.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_deleted_before_they_were_copied_are_a_gap_that_fails_or_is_skipped() {
+    let stack = common::stack();
+    if !stack.is_kafka() {
+        eprintln!("skipped on tansu: it has no DeleteRecords");
+        return;
+    }
+    let flow = Flow::new("ret", "");
+    let topic = format!("ret-{}", flow.source);
+    common::create_topic(&stack.a, &topic, 1, &[]).await;
+    let old = records(1, 30, "old");
+    common::produce(&stack.a, &topic, &old).await;
+    flow.run_ok();
+    let new = records(1, 20, "new"); // upstream offsets 30..49
+    common::produce(&stack.a, &topic, &new).await;
+    common::delete_records(&stack.a, &topic, 0, 40).await;
+
+    let (code, report, stderr) = flow.run();
+    assert_ne!(code, 0, "a gap must fail the slice: {report:#}");
+    assert!(stderr.contains(&format!("{topic}-0")), "{stderr}");
+    let gap = &report["slices"][0]["gaps"][0];
+    assert_eq!(gap["kind"], "below_log_start", "{report:#}");
+    assert_eq!(gap["from_offset"], 30, "{gap}");
+    assert_eq!(gap["to_offset"], 40, "{gap}");
+    assert_eq!(gap["skipped"], false, "{gap}");
+    assert_eq!(target_records(&flow, &topic, 1).await.len(), 30);
+
+    flow.add_config("mirrorslice.on.gap = skip\n");
+    let slice = flow.run_ok();
+    assert_eq!(slice["records"], 10, "{slice:#}");
+    let gap = &slice["gaps"][0];
+    assert_eq!(gap["kind"], "below_log_start", "{slice:#}");
+    assert_eq!(gap["skipped"], true, "{gap}");
+    assert_eq!(gap["resumed_at"], 40, "{gap}");
+    let want: Vec<TestRecord> = old.into_iter().chain(new.into_iter().skip(10)).collect();
+    assert_eq!(sorted(target_records(&flow, &topic, 1).await), sorted(want));
+}
+
+// A source topic grown between slices (CreatePartitions): the next slice grows the remote topic
+// and copies the new partitions from their start; nothing lost, nothing copied twice. Apache
+// Kafka only: tansu has no CreatePartitions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_topic_grown_between_slices_is_grown_on_the_target_and_copied() {
+    let stack = common::stack();
+    if !stack.is_kafka() {
+        eprintln!("skipped on tansu: it has no CreatePartitions");
+        return;
+    }
+    let flow = Flow::new("grow", "");
+    let topic = format!("grow-{}", flow.source);
+    common::create_topic(&stack.a, &topic, 1, &[]).await;
+    let before = records(1, 10, "before");
+    common::produce(&stack.a, &topic, &before).await;
+    flow.run_ok();
+
+    common::grow_topic(&stack.a, &topic, 3).await;
+    let after = records(3, 10, "after");
+    common::produce(&stack.a, &topic, &after).await;
+    let slice = flow.run_ok();
+    assert_eq!(slice["records"], 30, "{slice:#}");
+    assert_eq!(
+        common::partition_count(&stack.b, &flow.remote(&topic)),
+        Some(3)
+    );
+    let want: Vec<TestRecord> = before.into_iter().chain(after).collect();
+    assert_eq!(sorted(target_records(&flow, &topic, 3).await), sorted(want));
+}
+
+// Transactions upstream (Apache Kafka only: tansu's fetch responses list no aborted
+// transactions). By default aborted records are copied too, as by MM2, whose source consumer
+// keeps Kafka's `isolation.level=read_uncommitted`; with `<source>.consumer.isolation.level =
+// read_committed` only committed ones are. Either way the transaction markers are never copied
+// and the slice ends caught up at the upstream end, so the next slice copies nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_transactions_are_copied_per_isolation_level_and_the_slice_ends_caught_up() {
+    let stack = common::stack();
+    if !stack.is_kafka() {
+        eprintln!("skipped on tansu: its fetch responses list no aborted transactions");
+        return;
+    }
+    for (isolation, aborted_copied) in [("read_uncommitted", true), ("read_committed", false)] {
+        let flow = Flow::new("txn", "");
+        if isolation == "read_committed" {
+            flow.add_config(&format!(
+                "{}.consumer.isolation.level = read_committed\n",
+                flow.source
+            ));
+        }
+        let topic = format!("txn-{}", flow.source);
+        common::create_topic(&stack.a, &topic, 1, &[]).await;
+        let plain = records(1, 5, "plain");
+        common::produce(&stack.a, &topic, &plain).await;
+        // Offsets 5..9 aborted (marker at 10), 11..15 committed (marker at 16): the log ends
+        // on a marker no consumer is ever served.
+        produce_in_transaction(&stack.a, &topic, "aborted", false);
+        produce_in_transaction(&stack.a, &topic, "committed", true);
+
+        let slice = flow.run_ok();
+        let want = if aborted_copied { 15 } else { 10 };
+        assert_eq!(slice["records"], want, "{isolation}: {slice:#}");
+        assert_eq!(slice["caught_up"], true, "{isolation}: {slice:#}");
+        let got = target_records(&flow, &topic, 1).await;
+        let tags: Vec<String> = got
+            .iter()
+            .map(|r| String::from_utf8_lossy(r.key.as_deref().unwrap_or(b"-")).into_owned())
+            .filter(|k| k.starts_with("aborted") || k.starts_with("committed"))
+            .collect();
+        assert_eq!(
+            tags.len(),
+            want as usize - plain.len(),
+            "{isolation}: {tags:?}"
+        );
+        assert_eq!(
+            tags.iter().any(|k| k.starts_with("aborted")),
+            aborted_copied,
+            "{isolation}: {tags:?}"
+        );
+        let again = flow.run_ok();
+        assert_eq!(again["records"], 0, "{isolation}: {again:#}");
+        assert_eq!(again["caught_up"], true, "{isolation}: {again:#}");
+    }
+}
+
+/// Five records `<tag>-0..4` written to partition 0 in one transaction, then committed or
+/// aborted.
+fn produce_in_transaction(bootstrap: &str, topic: &str, tag: &str, commit: bool) {
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    let timeout = Duration::from_secs(10);
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("transactional.id", common::unique("txn"))
+        .create()
+        .expect("transactional producer");
+    producer
+        .init_transactions(timeout)
+        .expect("init transactions");
+    producer.begin_transaction().expect("begin");
+    for i in 0..5 {
+        let key = format!("{tag}-{i}");
+        producer
+            .send(BaseRecord::to(topic).partition(0).key(&key).payload(tag))
+            .map_err(|(e, _)| e)
+            .expect("send");
+    }
+    producer.flush(timeout).expect("flush");
+    if commit {
+        producer.commit_transaction(timeout).expect("commit");
+    } else {
+        producer.abort_transaction(timeout).expect("abort");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

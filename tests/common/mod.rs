@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
@@ -468,6 +468,61 @@ pub async fn consume_n(
         }
         sort_records(&mut out);
         out
+    })
+    .await
+}
+
+/// Deletes the records of `topic`'s `partition` below offset `before` (DeleteRecords, which
+/// moves the log start exactly as retention does) and checks the new log start. Apache Kafka
+/// only: tansu has no DeleteRecords.
+pub async fn delete_records(bootstrap: &str, topic: &str, partition: i32, before: i64) {
+    let admin: AdminClient<DefaultClientContext> =
+        client_config(bootstrap).create().expect("admin client");
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, partition, Offset::Offset(before))
+        .expect("partition offset");
+    let opts = AdminOptions::new().operation_timeout(Some(REQUEST_TIMEOUT));
+    let result = admin
+        .delete_records(&tpl, &opts)
+        .await
+        .unwrap_or_else(|e| panic!("delete records of {topic}-{partition} on {bootstrap}: {e}"));
+    for e in result.elements() {
+        if let Err(err) = e.error() {
+            panic!("delete records of {topic}-{partition} on {bootstrap}: {err}");
+        }
+        assert_eq!(
+            e.offset(),
+            Offset::Offset(before),
+            "log start after DeleteRecords"
+        );
+    }
+}
+
+/// Grows `topic` to `partitions` partitions (CreatePartitions) and waits until metadata shows
+/// them. Apache Kafka only: tansu has no CreatePartitions.
+pub async fn grow_topic(bootstrap: &str, topic: &str, partitions: usize) {
+    let admin: AdminClient<DefaultClientContext> =
+        client_config(bootstrap).create().expect("admin client");
+    let opts = AdminOptions::new().operation_timeout(Some(REQUEST_TIMEOUT));
+    let results = admin
+        .create_partitions([&NewPartitions::new(topic, partitions)], &opts)
+        .await
+        .unwrap_or_else(|e| panic!("grow {topic} on {bootstrap}: {e}"));
+    for r in results {
+        if let Err((name, code)) = r {
+            panic!("grow {name} on {bootstrap}: {code:?}");
+        }
+    }
+    let (bootstrap, topic) = (bootstrap.to_string(), topic.to_string());
+    blocking(move || {
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        while partition_count(&bootstrap, &topic) != Some(partitions as i32) {
+            assert!(
+                Instant::now() < deadline,
+                "{topic} on {bootstrap} did not show {partitions} partitions in metadata"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     })
     .await
 }

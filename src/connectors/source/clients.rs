@@ -61,6 +61,11 @@ const CONSUMER_DEFAULTS: &[(&str, &str)] = &[
     // With small prefetch queues (below), librdkafka's default 1 s back-off after a full queue
     // would stall the copy; retry fetching quickly instead.
     ("fetch.queue.backoff.ms", "10"),
+    // Java's consumer default, which MM2's source consumer keeps: records of aborted upstream
+    // transactions are copied too (docs/transactions.md). librdkafka's own default is
+    // read_committed, which would drop them, and stall every partition behind an open
+    // transaction until it ends.
+    ("isolation.level", "read_uncommitted"),
 ];
 
 /// Prefetch budget of a slice's consumers, in KiB, split across its tasks and then across each
