@@ -493,6 +493,73 @@ fn produce_in_transaction(bootstrap: &str, topic: &str, tag: &str, commit: bool)
     }
 }
 
+// A retention gap that opens mid-slice (DeleteRecords ahead of the copy, beyond what the
+// consumer has prefetched) is handled like one found at start, and at once, not at the deadline:
+// with `mirrorslice.on.gap = fail` the slice stops naming the exact range, every record before
+// it on the target; with `skip` it resumes at the new log start and copies the rest. Apache
+// Kafka only: tansu has no DeleteRecords. Before librdkafka's `__AUTO_OFFSET_RESET` was read as
+// "out of range", the partition stalled silently until the deadline and the slice exited 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retention_gap_opening_mid_slice_is_failed_or_skipped_at_once() {
+    let stack = common::stack();
+    if !stack.is_kafka() {
+        eprintln!("skipped on tansu: it has no DeleteRecords");
+        return;
+    }
+    for on_gap in ["fail", "skip"] {
+        let flow = Flow::new("midgap", &format!("mirrorslice.on.gap = {on_gap}\n"));
+        // One record per produce request: a copy slow enough for the gap to open mid-slice.
+        flow.add_config(&format!(
+            "{}.producer.batch.num.messages = 1\n",
+            flow.target
+        ));
+        let topic = format!("midgap-{}", flow.source);
+        let (total, deleted_below) = (100_000i64, 98_000i64);
+        common::create_topic(&stack.a, &topic, 1, &[]).await;
+        common::produce(&stack.a, &topic, &common::keyed_records(1, total as usize)).await;
+
+        let child = flow
+            .command("60s")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        common::faults::wait_for_copied(&stack.b, &flow.remote(&topic), 1, 1_000);
+        common::delete_records(&stack.a, &topic, 0, deleted_below).await;
+        let (out, took) = common::faults::wait_for_exit(child, Duration::from_secs(90));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let report: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("report is not JSON ({e}); stderr: {stderr}"));
+        assert!(
+            took < Duration::from_secs(40),
+            "{on_gap}: slice ran {took:?}"
+        );
+        let gap = &report["slices"][0]["gaps"][0];
+        assert_eq!(gap["kind"], "below_log_start", "{on_gap}: {report:#}");
+        assert_eq!(gap["to_offset"], deleted_below, "{gap}");
+        let from = gap["from_offset"].as_i64().expect("from_offset");
+        assert!((1_000..deleted_below).contains(&from), "{gap}");
+        let mut want: BTreeSet<Vec<u8>> = (0..from).map(|i| format!("k{i}").into_bytes()).collect();
+        if on_gap == "fail" {
+            assert_ne!(out.status.code(), Some(0), "a gap must fail: {report:#}");
+        } else {
+            assert_eq!(out.status.code(), Some(0), "{stderr}\n{report:#}");
+            assert_eq!(gap["skipped"], true, "{gap}");
+            assert_eq!(gap["resumed_at"], deleted_below, "{gap}");
+            assert_eq!(report["slices"][0]["caught_up"], true, "{report:#}");
+            want.extend((deleted_below..total).map(|i| format!("k{i}").into_bytes()));
+        }
+        let copied = common::consume_all(&stack.b, &flow.remote(&topic), 1).await;
+        let keys: BTreeSet<Vec<u8>> = copied.iter().filter_map(|r| r.key.clone()).collect();
+        assert_eq!(keys.len(), want.len(), "{on_gap}: records on the target");
+        assert!(
+            keys == want,
+            "{on_gap}: the target holds other records than expected"
+        );
+        eprintln!("{on_gap}: gap {from}..{deleted_below} handled; slice ran {took:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_mid_slice_then_resume_loses_nothing() {
     let stack = common::stack();

@@ -6,6 +6,7 @@ use super::task::{kafka_err, PartitionReport, SourceTaskSpec, TaskError, TopicPa
 use crate::config::Props;
 use crate::kafka::{listed_offsets, MirrorContext};
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
 use rdkafka::{Offset, TopicPartitionList};
 use serde::Serialize;
 use std::time::{Duration, Instant};
@@ -255,23 +256,42 @@ pub(super) fn out_of_range_gap(
     })
 }
 
+/// Drops `topic`-`partition` from the consumer's assignment and adds it back at `offset`.
+fn reassign(
+    consumer: &BaseConsumer<MirrorContext>,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+) -> Result<(), KafkaError> {
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition(topic, partition);
+    consumer.incremental_unassign(&tpl)?;
+    tpl.set_partition_offset(topic, partition, Offset::Offset(offset))?;
+    consumer.incremental_assign(&tpl)
+}
+
 pub(super) fn reposition(
     consumer: &BaseConsumer<MirrorContext>,
     run: &mut PartitionRun,
     offset: i64,
 ) -> Result<(), TaskError> {
-    consumer
-        .seek(
-            &run.tp.0,
-            run.tp.1,
-            Offset::Offset(offset),
-            Duration::from_secs(10),
-        )
-        .map_err(|source| TaskError::Kafka {
-            task: run.report.remote_topic.clone(),
-            what: format!("seek {}-{} to {offset}", run.tp.0, run.tp.1),
-            source: Box::new(source),
-        })?;
+    let (topic, partition) = (&run.tp.0, run.tp.1);
+    let seek = consumer.seek(
+        topic,
+        partition,
+        Offset::Offset(offset),
+        Duration::from_secs(10),
+    );
+    // After an out-of-range fetch under `auto.offset.reset=error` librdkafka has stopped
+    // fetching the partition and refuses a seek ("Erroneous state"); assigning it again at the
+    // offset restarts it (its split queue stays forwarded: the partition object outlives the
+    // assignment).
+    let moved = seek.or_else(|_| reassign(consumer, topic, partition, offset));
+    moved.map_err(|source| TaskError::Kafka {
+        task: run.report.remote_topic.clone(),
+        what: format!("seek {}-{} to {offset}", run.tp.0, run.tp.1),
+        source: Box::new(source),
+    })?;
     run.next = Some(offset);
     run.at_end = false;
     run.silent_since = Some(Instant::now());

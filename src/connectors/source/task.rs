@@ -507,7 +507,12 @@ impl<'a> CopyLoop<'a> {
                     }
                     break;
                 }
-                Err(KafkaError::MessageConsumption(RDKafkaErrorCode::OffsetOutOfRange)) => {
+                // With `auto.offset.reset=error` librdkafka reports a fetch out of range as
+                // `__AUTO_OFFSET_RESET` (the "reset" it applies is the error), not as the
+                // broker's OFFSET_OUT_OF_RANGE: retention passed our position mid-slice.
+                Err(KafkaError::MessageConsumption(
+                    RDKafkaErrorCode::OffsetOutOfRange | RDKafkaErrorCode::AutoOffsetReset,
+                )) => {
                     let gap = out_of_range_gap(&self.consumer, spec, run)?;
                     apply_gap(spec, &self.consumer, run, gap, gaps)?;
                     break;
