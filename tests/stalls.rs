@@ -67,14 +67,14 @@ impl StallFlow {
     }
 }
 
-// The target broker freezes while a 15 s slice is copying: the slice ends by its deadline plus
+// The target broker (a private one, of the stack's kind) freezes while a 15 s slice is copying: the slice ends by its deadline plus
 // EXIT_BOUND, reports `ok: false` and exits 1; after the broker thaws, the next slice copies the
 // rest and every record is on the target. Before the fix the slice ran 40 s for a 15 s budget
 // and reported `ok: true`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_target_broker_stalled_mid_slice_ends_the_slice_by_its_deadline() {
     let stack = common::stack();
-    let broker = PrivateServer::tansu();
+    let broker = PrivateServer::broker();
     let flow = StallFlow::new(&stack.a, &broker.bootstrap());
     // A short lease, renewed while the target is stalled: the stall must not pass for a lost
     // lease (an earlier version gave up waiting at the validity known when the wait began).

@@ -10,6 +10,7 @@
 #   infra/local/stack.sh status  # one line per service; exit 0 only if all are up
 #   infra/local/stack.sh env     # shell exports for tests and the CLI: eval "$(stack.sh env)"
 #   infra/local/stack.sh tansu-bin   # path of the tansu binary (tests start private brokers)
+#   infra/local/stack.sh kafka-exec PORT DIR   # a private Apache Kafka node, in the foreground
 #
 # Ports: MIRRORSLICE_STACK_A_PORT and MIRRORSLICE_STACK_B_PORT (tansu 19092 and 29092; Apache
 # Kafka 19192 and 29192, its KRaft controller on the next port up, so both kinds can run side by
@@ -153,11 +154,12 @@ kafka_lib() {
     echo "$lib"
 }
 
-# One combined broker/controller KRaft node for cluster $1 on port $2 (controller on $2 + 1).
-# Settings are Kafka's defaults except where one node and tests need otherwise; topic
-# auto-creation is off as on Amazon MSK, so nothing we do relies on it. Time retention is off:
-# test records carry fixed timestamps from 2023, which the default 7 days would delete at the
-# next retention check (every 5 minutes), mid-test; tests that need a gap use DeleteRecords.
+# One combined broker/controller KRaft node listening on port $2 (controller on $2 + 1), its
+# log in directory $1. Settings are Kafka's defaults except where one node and tests need
+# otherwise; topic auto-creation is off as on Amazon MSK, so nothing we do relies on it. Time
+# retention is off: test records carry fixed timestamps from 2023, which the default 7 days
+# would delete at the next retention check (every 5 minutes), mid-test; tests that need a gap
+# use DeleteRecords.
 kafka_properties() {
     local port="$2" controller=$(($2 + 1))
     cat <<EOF
@@ -168,7 +170,7 @@ listeners=PLAINTEXT://$HOST:$port,CONTROLLER://$HOST:$controller
 advertised.listeners=PLAINTEXT://$HOST:$port
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-log.dirs=$KAFKA_DATA_ROOT/$1
+log.dirs=$1
 auto.create.topics.enable=false
 log.retention.ms=-1
 offsets.topic.replication.factor=1
@@ -180,24 +182,50 @@ group.initial.rebalance.delay.ms=0
 EOF
 }
 
-start_kafka() {
-    local name="$1" port="$2" lib props cluster_id
+# Writes the properties file $3 for a node on port $2 with an empty, formatted log directory
+# $1 (whatever was there is deleted); the storage tool's output goes to stderr.
+kafka_prepare() {
+    local dir="$1" port="$2" props="$3" lib cluster_id
     lib="$(kafka_lib)"
-    port_open $((port + 1)) && die "port $HOST:$((port + 1)) ($name's KRaft controller) is in use"
-    props="$RUN_DIR/$name.properties"
-    kafka_properties "$name" "$port" >"$props"
-    rm -rf "${KAFKA_DATA_ROOT:?}/$name"
-    mkdir -p "$KAFKA_DATA_ROOT/$name"
+    port_open $((port + 1)) && die "port $HOST:$((port + 1)) (the KRaft controller of $HOST:$port) is in use"
+    kafka_properties "$dir" "$port" >"$props"
+    rm -rf "${dir:?}"
+    mkdir -p "$dir"
     # A cluster id is 16 bytes, base64url without padding; a fresh one per start.
     cluster_id="$(python3 -c 'import base64,uuid;print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')"
-    java -cp "$lib/*" kafka.tools.StorageTool format -t "$cluster_id" -c "$props" >>"$(log_file "$name")" 2>&1 ||
-        die "formatting $name's log dir failed; see $(log_file "$name")"
-    # The heap and GC options of Kafka's own kafka-server-start.sh; -Dmirrorslice.listener lets
-    # started_on_port tell which port this process serves.
-    spawn "$name" java -Xms1g -Xmx1g -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
-        -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true \
-        "-Dlog4j2.configurationFile=$KAFKA_DIR/log4j2.yaml" "-Dmirrorslice.listener=$HOST:$port" \
-        -cp "$lib/*" kafka.Kafka "$props"
+    java -cp "$lib/*" kafka.tools.StorageTool format -t "$cluster_id" -c "$props" >&2 ||
+        die "formatting the log directory $dir failed"
+}
+
+# Sets KAFKA_CMD to the broker's command line for properties file $2 on port $1: the heap and
+# GC options of Kafka's own kafka-server-start.sh; -Dmirrorslice.listener lets started_on_port
+# tell which port the process serves.
+kafka_command() {
+    KAFKA_CMD=(java -Xms1g -Xmx1g -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20
+        -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true
+        "-Dlog4j2.configurationFile=$KAFKA_DIR/log4j2.yaml" "-Dmirrorslice.listener=$HOST:$1"
+        -cp "$(kafka_lib)/*" kafka.Kafka "$2")
+}
+
+start_kafka() {
+    local name="$1" port="$2" props="$RUN_DIR/$1.properties"
+    if ! (kafka_prepare "$KAFKA_DATA_ROOT/$name" "$port" "$props") 2>>"$(log_file "$name")"; then
+        tail -n 20 "$(log_file "$name")" >&2
+        die "$name: preparing the broker failed"
+    fi
+    kafka_command "$port" "$props"
+    spawn "$name" "${KAFKA_CMD[@]}"
+}
+
+# For tests that freeze (SIGSTOP) a broker of their own: formats log directory $2 and runs an
+# Apache Kafka node on port $1 in the foreground, as this process (exec), so the caller's child
+# PID is the broker's. Up when it logs "Kafka Server started".
+kafka_exec() {
+    [[ "${1:-}" =~ ^[0-9]+$ && -n "${2:-}" ]] || die "usage: $0 kafka-exec PORT DIR"
+    local props="$2.properties"
+    kafka_prepare "$2" "$1" "$props"
+    kafka_command "$1" "$props"
+    exec "${KAFKA_CMD[@]}"
 }
 
 # --- start / stop ---
@@ -388,8 +416,15 @@ case "${1:-}" in
     # For tests that start private servers to freeze (SIGSTOP) without disturbing the shared
     # stack: the tansu binary, installed if missing.
     tansu-bin) with_lock tansu_bin ;;
+    kafka-exec)
+        shift
+        # The lock only while the jars are fetched; the broker itself runs unlocked.
+        with_lock kafka_lib >/dev/null
+        exec 9>&-
+        kafka_exec "$@"
+        ;;
     *)
-        echo "usage: $0 up|down|status|env|tansu-bin" >&2
+        echo "usage: $0 up|down|status|env|tansu-bin|kafka-exec PORT DIR" >&2
         exit 2
         ;;
 esac

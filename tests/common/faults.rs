@@ -103,9 +103,65 @@ impl Watermarks {
 pub struct PrivateServer {
     child: Child,
     pub port: u16,
+    /// An Apache Kafka node's log directory, deleted with the server.
+    _data: Option<tempfile::TempDir>,
 }
 
 impl PrivateServer {
+    /// A broker of the kind the shared stack runs (`MIRRORSLICE_BROKER`): fault tests freeze
+    /// the broker our users run when the suite runs against Apache Kafka.
+    pub fn broker() -> PrivateServer {
+        if super::stack().is_kafka() {
+            PrivateServer::kafka()
+        } else {
+            PrivateServer::tansu()
+        }
+    }
+
+    /// An Apache Kafka node (`stack.sh kafka-exec`, which becomes the broker process) on a free
+    /// loopback port whose next port, for its KRaft controller, is free too. Up once it logs
+    /// "Kafka Server started"; its log is kept in its data directory for a failing test.
+    pub fn kafka() -> PrivateServer {
+        let port = loop {
+            let port = free_port();
+            if port < u16::MAX && TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
+                break port;
+            }
+        };
+        let data = tempfile::tempdir().expect("a data directory");
+        let log_path = data.path().join("broker.log");
+        let log = std::fs::File::create(&log_path).expect("the broker's log file");
+        let mut child = Command::new(super::stack_script())
+            .arg("kafka-exec")
+            .arg(port.to_string())
+            .arg(data.path().join("logs"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log file"))
+            .stderr(log)
+            .spawn()
+            .expect("start Apache Kafka");
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            let logged = std::fs::read_to_string(&log_path).unwrap_or_default();
+            if logged.contains("Kafka Server started") {
+                break;
+            }
+            if let Some(status) = child.try_wait().expect("poll the broker") {
+                panic!("Apache Kafka on {port} exited during start-up ({status}):\n{logged}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "Apache Kafka on {port} not started after 90 s:\n{logged}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        PrivateServer {
+            child,
+            port,
+            _data: Some(data),
+        }
+    }
+
     /// A tansu broker with memory storage on a free loopback port.
     pub fn tansu() -> PrivateServer {
         let out = Command::new(super::stack_script())
@@ -130,7 +186,11 @@ impl PrivateServer {
             .spawn()
             .expect("start tansu");
         wait_for_port(port, &mut child, "tansu");
-        PrivateServer { child, port }
+        PrivateServer {
+            child,
+            port,
+            _data: None,
+        }
     }
 
     /// A DynamoDB-API server (moto, through the stack's launcher) on a free loopback port.
@@ -146,7 +206,11 @@ impl PrivateServer {
             .spawn()
             .expect("start moto");
         wait_for_port(port, &mut child, "moto");
-        PrivateServer { child, port }
+        PrivateServer {
+            child,
+            port,
+            _data: None,
+        }
     }
 
     /// `host:port`, e.g. a Kafka bootstrap address.

@@ -129,13 +129,13 @@ fn shut_down(mut stub: RuntimeStub, mut function: Function) {
     function.wait_exit(Duration::from_secs(30));
 }
 
-// The target broker (a private tansu) freezes while an invocation with a 15 s deadline is
+// The target broker (a private one, of the stack's kind) freezes while an invocation with a 15 s deadline is
 // copying: the function must still post its response before the deadline, reporting the
 // failure; after the broker thaws, the next invocations copy the rest and nothing is lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_target_broker_still_gets_the_response_posted_in_time() {
     let stack = common::stack();
-    let broker = PrivateServer::tansu();
+    let broker = PrivateServer::broker();
     let lease = "mirrorslice.lease.duration = 4s\nmirrorslice.lease.skew.allowance = 1s\n";
     let flow = LambdaFlow::new(&stack.a, &broker.bootstrap(), &stack.dynamodb, lease).await;
     let total = 100_000;
