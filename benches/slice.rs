@@ -9,7 +9,8 @@
 //!
 //! `cargo bench` builds this file and the `mirrorslice` binary with the release profile (the
 //! `bench` profile inherits it), starts the local stack (`infra/local/stack.sh up`: tansu brokers
-//! A = 127.0.0.1:19092 and B = 127.0.0.1:29092), names every topic, cluster alias and state
+//! A = 127.0.0.1:19092 and B = 127.0.0.1:29092, or with `MIRRORSLICE_BROKER=kafka` Apache Kafka
+//! on 19192 and 29192), names every topic, cluster alias and state
 //! directory uniquely, prints tables, deletes the big topics it made, and exits 0. It exits
 //! non-zero only when a measurement itself went wrong (a slice failed, a record went missing);
 //! a missed target is printed as `MISS`, not an error. It is not part of `cargo test`.
@@ -220,7 +221,7 @@ fn pairs(key: &str, default: &str) -> Vec<(String, String)> {
 }
 
 fn settings() -> Settings {
-    let port = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
+    let (a, b) = stack_addresses();
     Settings {
         records: env_num("MIRRORSLICE_BENCH_RECORDS", 1_000_000u64),
         size: env_num("MIRRORSLICE_BENCH_SIZE", 512usize),
@@ -232,9 +233,33 @@ fn settings() -> Settings {
         only: std::env::var("MIRRORSLICE_BENCH_ONLY").ok(),
         consumer_extra: pairs("MIRRORSLICE_BENCH_CONSUMER", "none"),
         producer_extra: pairs("MIRRORSLICE_BENCH_PRODUCER", "none"),
-        a: format!("127.0.0.1:{}", port("MIRRORSLICE_STACK_A_PORT", "19092")),
-        b: format!("127.0.0.1:{}", port("MIRRORSLICE_STACK_B_PORT", "29092")),
+        a,
+        b,
     }
+}
+
+/// Bootstrap addresses of clusters A and B as `stack.sh env` prints them: the script knows the
+/// ports of each kind of broker (`MIRRORSLICE_BROKER`) and the overrides.
+fn stack_addresses() -> (String, String) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("infra/local/stack.sh");
+    let out = Command::new(&script)
+        .arg("env")
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "{} env: {}",
+        script.display(),
+        out.status
+    );
+    let env = String::from_utf8_lossy(&out.stdout);
+    let var = |k: &str| {
+        env.lines()
+            .find_map(|l| l.strip_prefix(&format!("export {k}=")))
+            .unwrap_or_else(|| panic!("`stack.sh env` printed no {k}"))
+            .to_string()
+    };
+    (var("MIRRORSLICE_STACK_A"), var("MIRRORSLICE_STACK_B"))
 }
 
 fn stack_up() -> BenchResult<()> {
