@@ -4,9 +4,10 @@
 //! bytes, sit on the partition Kafka's default partitioner picks, and live in compacted topics
 //! with the partition counts Connect expects. And a slice's start-up must stay cheap as history
 //! grows (the position hint), without ever missing a record someone else wrote. Each test here
-//! checks one of those on a real Kafka-protocol broker (tansu), whose quirks — a ListOffsets end
-//! that trails the log end, silence when fetching beyond the end — are exactly what the stores
-//! must survive.
+//! checks one of those on a real broker, Apache Kafka or tansu (`MIRRORSLICE_BROKER`; the tests
+//! run on both). tansu's quirks — a ListOffsets end that trails the log end, silence when
+//! fetching beyond the end — are exactly what the stores must survive; where Kafka answers
+//! exactly, the tests expect exact counts.
 
 mod common;
 
@@ -474,12 +475,18 @@ async fn hinted_load_reads_far_fewer_records_and_agrees_with_a_full_read() {
     assert_eq!(with_hint.offsets, expected);
     assert_eq!(without_hint.offsets, expected);
     assert_eq!(without_hint.records_read, 50 * parts.len());
-    assert!(
-        with_hint.records_read * 10 <= without_hint.records_read,
-        "with hint {} vs without {}",
-        with_hint.records_read,
-        without_hint.records_read
-    );
+    if stack().is_kafka() {
+        // Kafka's ListOffsets is exact: nothing was written since the last commit's hint.
+        assert_eq!(with_hint.records_read, 0);
+    } else {
+        // tansu quirk: its trailing ListOffsets makes the load verify by reading below the hint.
+        assert!(
+            with_hint.records_read * 10 <= without_hint.records_read,
+            "with hint {} vs without {}",
+            with_hint.records_read,
+            without_hint.records_read
+        );
+    }
 }
 
 // A hint pointing past the end (the topic was deleted and recreated) falls back to a full read.
@@ -559,11 +566,17 @@ async fn records_written_by_others_after_the_hint_are_seen_and_tombstones_delete
             (PartitionKey(parts[1].clone()), 999),
         ])
     );
-    assert!(
-        loaded.records_read <= 6,
-        "read {} records",
-        loaded.records_read
-    );
+    if stack().is_kafka() {
+        // Exactly the two records written by others.
+        assert_eq!(loaded.records_read, 2);
+    } else {
+        // tansu quirk: its trailing ListOffsets makes the load read a few records below the hint.
+        assert!(
+            loaded.records_read <= 6,
+            "read {} records",
+            loaded.records_read
+        );
+    }
     // A full read agrees.
     let (mut full, _dir) = f.fresh_store();
     assert_eq!(full.load(&parts).await.unwrap().offsets, loaded.offsets);

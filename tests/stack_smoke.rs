@@ -3,8 +3,9 @@
 //! Why: every other integration test trusts that the brokers round-trip exactly what MM2 must
 //! copy — null keys and values (tombstones), repeated header keys in order, null header values,
 //! explicit CreateTime timestamps, chosen partitions — and that topic configs set at creation
-//! are kept. If tansu or the harness lost any of that, mirror tests would pass or fail for the
-//! wrong reason, so it is checked here once, directly.
+//! are kept. If a broker (tansu or Apache Kafka, per `MIRRORSLICE_BROKER`: the tests run on
+//! both) or the harness lost any of that, mirror tests would pass or fail for the wrong reason,
+//! so it is checked here once, directly.
 
 mod common;
 

@@ -800,7 +800,7 @@ pub async fn end_offsets_lower_bound(
             tpl.add_partition_offset(&topic_owned, p, Offset::End)
                 .map_err(|e| err(e.to_string()))?;
         }
-        let answer = c.offsets_for_times(tpl, timeout);
+        let answer = super::offsets_for_times(&c, &tpl, timeout);
         close_consumer(&c, Duration::from_secs(1));
         let answer = answer.map_err(|e| err(e.to_string()))?;
         let mut out = BTreeMap::new();

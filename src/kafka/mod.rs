@@ -173,16 +173,13 @@ pub fn close_consumer<C: ConsumerContext>(
 /// partitions, in one ListOffsets request (librdkafka's offsets-for-times with the special
 /// timestamps -2 / -1).
 ///
-/// Right after a topic is created (or deleted and created again) Apache Kafka may not have a
-/// leader for it in its metadata yet, and librdkafka fails the whole request with
-/// `NotLeaderForPartition` or `LeaderNotAvailable`; those are retried until `timeout`.
+/// Partitions without a leader yet are retried until `timeout` ([`offsets_for_times`]).
 pub fn listed_offsets<C: ConsumerContext>(
     consumer: &rdkafka::consumer::BaseConsumer<C>,
     partitions: &[(String, i32)],
     which: rdkafka::Offset,
     timeout: std::time::Duration,
 ) -> Result<std::collections::BTreeMap<(String, i32), i64>, KafkaError> {
-    const RETRY_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
     if partitions.is_empty() {
         return Ok(Default::default());
     }
@@ -190,16 +187,7 @@ pub fn listed_offsets<C: ConsumerContext>(
     for (topic, partition) in partitions {
         tpl.add_partition_offset(topic, *partition, which)?;
     }
-    let deadline = std::time::Instant::now() + timeout;
-    let answer = loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match consumer.offsets_for_times(tpl.clone(), left) {
-            Err(e) if is_leader_election(&e) && left > RETRY_BACKOFF * 2 => {
-                std::thread::sleep(RETRY_BACKOFF)
-            }
-            other => break other?,
-        }
-    };
+    let answer = offsets_for_times(consumer, &tpl, timeout)?;
     Ok(answer
         .elements()
         .iter()
@@ -212,6 +200,28 @@ pub fn listed_offsets<C: ConsumerContext>(
             _ => None,
         })
         .collect())
+}
+
+/// librdkafka's offsets-for-times (one ListOffsets request per leader). Right after a topic is
+/// created (or deleted and created again) Apache Kafka may not have a leader for it in its
+/// metadata yet, and librdkafka fails the whole request with `NotLeaderForPartition` or
+/// `LeaderNotAvailable`; those are retried until `timeout`.
+pub fn offsets_for_times<C: ConsumerContext>(
+    consumer: &rdkafka::consumer::BaseConsumer<C>,
+    tpl: &rdkafka::TopicPartitionList,
+    timeout: std::time::Duration,
+) -> Result<rdkafka::TopicPartitionList, KafkaError> {
+    const RETRY_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match consumer.offsets_for_times(tpl.clone(), left) {
+            Err(e) if is_leader_election(&e) && left > RETRY_BACKOFF * 2 => {
+                std::thread::sleep(RETRY_BACKOFF)
+            }
+            other => return other,
+        }
+    }
 }
 
 /// A partition without a known leader for now: a new topic, or one whose leader moved.
