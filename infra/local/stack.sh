@@ -147,8 +147,11 @@ kafka_lib() {
         command -v mvn >/dev/null || die "mvn not found: Apache Kafka is fetched with Maven (apt-get install maven)"
         log "fetching Apache Kafka from Maven Central ($KAFKA_DIR/pom.xml)"
         rm -rf "$lib"
-        mvn -q -B -Dstyle.color=never -f "$KAFKA_DIR/pom.xml" dependency:copy-dependencies >&2 ||
-            die "mvn dependency:copy-dependencies on $KAFKA_DIR/pom.xml failed"
+        mkdir -p "$RUN_DIR"
+        if ! mvn -q -B -f "$KAFKA_DIR/pom.xml" dependency:copy-dependencies >"$RUN_DIR/mvn.log" 2>&1; then
+            tail -n 30 "$RUN_DIR/mvn.log" >&2
+            die "mvn dependency:copy-dependencies on $KAFKA_DIR/pom.xml failed (log: $RUN_DIR/mvn.log)"
+        fi
         echo "$want" >"$stamp"
     fi
     echo "$lib"
@@ -185,12 +188,12 @@ EOF
 # Writes the properties file $3 for a node on port $2 with an empty, formatted log directory
 # $1 (whatever was there is deleted); the storage tool's output goes to stderr.
 kafka_prepare() {
+    # Every step checks its own status: callers run this in `if ! (...)`, where `set -e` is off.
     local dir="$1" port="$2" props="$3" lib cluster_id
-    lib="$(kafka_lib)"
+    lib="$(kafka_lib)" || exit 1
     port_open $((port + 1)) && die "port $HOST:$((port + 1)) (the KRaft controller of $HOST:$port) is in use"
-    kafka_properties "$dir" "$port" >"$props"
-    rm -rf "${dir:?}"
-    mkdir -p "$dir"
+    kafka_properties "$dir" "$port" >"$props" || die "cannot write $props"
+    rm -rf "${dir:?}" && mkdir -p "$dir" || die "cannot empty $dir"
     # A cluster id is 16 bytes, base64url without padding; a fresh one per start.
     cluster_id="$(python3 -c 'import base64,uuid;print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')"
     java -cp "$lib/*" kafka.tools.StorageTool format -t "$cluster_id" -c "$props" >&2 ||
@@ -304,7 +307,7 @@ start() {
     : >"$(log_file "$name")"
     local t0="$EPOCHREALTIME"
     if port_open "$port"; then
-        die "port $HOST:$port ($name) is in use by a process this script did not start; stop it or set MIRRORSLICE_STACK_$(echo "$name" | tr '[:lower:]' '[:upper:]')_PORT"
+        die "port $HOST:$port ($name) is in use by a process this script did not start; stop it or set MIRRORSLICE_STACK_$(echo "${name#kafka-}" | tr '[:lower:]' '[:upper:]')_PORT"
     fi
     case "$name" in
         a | b)
@@ -366,6 +369,9 @@ with_lock() {
 # The services start side by side (two JVM brokers take seconds each); any failure fails `up`.
 cmd_up() {
     local s pids=() failed=0
+    # Fetched once, before the brokers start side by side: two fetches into one directory at
+    # once clobber each other's files.
+    if [[ "$BROKER" == kafka ]]; then kafka_lib >/dev/null; fi
     for s in "${SERVICES[@]}"; do
         start "$s" &
         pids+=($!)
