@@ -194,9 +194,11 @@ kafka_prepare() {
     port_open $((port + 1)) && die "port $HOST:$((port + 1)) (the KRaft controller of $HOST:$port) is in use"
     kafka_properties "$dir" "$port" >"$props" || die "cannot write $props"
     rm -rf "${dir:?}" && mkdir -p "$dir" || die "cannot empty $dir"
-    # A cluster id is 16 bytes, base64url without padding; a fresh one per start.
+    # A cluster id is 16 bytes, base64url without padding; a fresh one per start. One in 64
+    # starts with "-", so it is passed as --cluster-id=ID: given separately, the tool's argument
+    # parser took it for an option and refused to format (it failed a CI run).
     cluster_id="$(python3 -c 'import base64,uuid;print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')"
-    java -cp "$lib/*" kafka.tools.StorageTool format -t "$cluster_id" -c "$props" >&2 ||
+    java -cp "$lib/*" kafka.tools.StorageTool format "--cluster-id=$cluster_id" -c "$props" >&2 ||
         die "formatting the log directory $dir failed"
 }
 
