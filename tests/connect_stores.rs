@@ -785,6 +785,15 @@ async fn config_store_writes_once_and_again_only_on_change() {
             .unwrap()
         })
         .collect();
+    // Stored as Connect's worker stores them: with the task class a Java worker starts.
+    assert_eq!(
+        decoded[1],
+        ConfigRecord::TaskConfig {
+            connector: "MirrorSourceConnector".into(),
+            task: 0,
+            properties: with_task_class(tasks[0].clone()),
+        }
+    );
     assert_eq!(
         decoded[3],
         ConfigRecord::TasksCommit {
@@ -822,5 +831,18 @@ async fn config_store_writes_once_and_again_only_on_change() {
     assert_eq!(store.read_all(READ_TIMEOUT).await.unwrap().len(), 10);
     let stored = store.read_connector("MirrorSourceConnector").await.unwrap();
     assert_eq!(stored.config.as_ref(), Some(&connector));
-    assert_eq!(stored.tasks, changed);
+    assert_eq!(
+        stored.tasks,
+        changed.into_iter().map(with_task_class).collect::<Vec<_>>()
+    );
+}
+
+/// A source task config as Connect's worker stores it: with the task class a Java worker
+/// starts the task from.
+fn with_task_class(mut task: BTreeMap<String, String>) -> BTreeMap<String, String> {
+    task.insert(
+        "task.class".into(),
+        "org.apache.kafka.connect.mirror.MirrorSourceTask".into(),
+    );
+    task
 }

@@ -11,6 +11,10 @@
 #   infra/local/stack.sh env     # shell exports for tests and the CLI: eval "$(stack.sh env)"
 #   infra/local/stack.sh tansu-bin   # path of the tansu binary (tests start private brokers)
 #   infra/local/stack.sh kafka-exec PORT DIR   # a private Apache Kafka node, in the foreground
+#   infra/local/stack.sh mm2-exec MM2_PROPERTIES [--clusters ALIAS...]
+#                                # Java MirrorMaker 2 (dedicated mode), in the foreground
+#   infra/local/stack.sh java-exec PROGRAM.java [ARGS...]
+#                                # a single-file Java program on Apache Kafka's classpath
 #
 # Ports: MIRRORSLICE_STACK_A_PORT and MIRRORSLICE_STACK_B_PORT (tansu 19092 and 29092; Apache
 # Kafka 19192 and 29192, its KRaft controller on the next port up, so both kinds can run side by
@@ -233,6 +237,22 @@ kafka_exec() {
     exec "${KAFKA_CMD[@]}"
 }
 
+# For the interop tests: Java MirrorMaker 2 in dedicated mode (what connect-mirror-maker.sh
+# runs) on mm2.properties $1, further arguments passed on (--clusters ...), as this process
+# (exec), so the caller's child PID is the JVM and SIGTERM stops it as an operator would.
+mm2_exec() {
+    [[ -f "${1:-}" ]] || die "usage: $0 mm2-exec MM2_PROPERTIES [--clusters ALIAS...]"
+    java_exec org.apache.kafka.connect.mirror.MirrorMaker "$@"
+}
+
+# A Java main class or single-file source program ($1) on Apache Kafka's classpath, as this
+# process (exec). Logging as for MirrorMaker: warnings and errors.
+java_exec() {
+    [[ -n "${1:-}" ]] || die "usage: $0 java-exec PROGRAM.java [ARGS...]"
+    exec java -Xms256m -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true \
+        "-Dlog4j2.configurationFile=$KAFKA_DIR/mm2-log4j2.yaml" -cp "$(kafka_lib)/*" "$@"
+}
+
 # --- start / stop ---
 
 # Seconds since $1 (an $EPOCHREALTIME), with one decimal: start-up times go to the log.
@@ -431,8 +451,15 @@ case "${1:-}" in
         exec 9>&-
         kafka_exec "$@"
         ;;
+    mm2-exec | java-exec)
+        cmd="${1//-/_}"
+        shift
+        with_lock kafka_lib >/dev/null
+        exec 9>&-
+        "$cmd" "$@"
+        ;;
     *)
-        echo "usage: $0 up|down|status|env|tansu-bin|kafka-exec PORT DIR" >&2
+        echo "usage: $0 up|down|status|env|tansu-bin|kafka-exec PORT DIR|mm2-exec MM2_PROPERTIES [ARGS...]|java-exec PROGRAM [ARGS...]" >&2
         exit 2
         ;;
 esac

@@ -270,6 +270,24 @@ impl ConnectorKind {
             ConnectorKind::Heartbeat => "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector",
         }
     }
+
+    /// The connector whose `connector.class` is `class`.
+    pub fn from_class_name(class: &str) -> Option<ConnectorKind> {
+        ConnectorKind::ALL
+            .into_iter()
+            .find(|k| k.class_name() == class)
+    }
+
+    /// The `task.class` Connect's `Worker` adds to every task config it stores
+    /// (`Connector.taskClass().getName()`): a Java worker reading the config topic starts the
+    /// task from it, and fails the task without it.
+    pub fn task_class_name(self) -> &'static str {
+        match self {
+            ConnectorKind::Source => "org.apache.kafka.connect.mirror.MirrorSourceTask",
+            ConnectorKind::Checkpoint => "org.apache.kafka.connect.mirror.MirrorCheckpointTask",
+            ConnectorKind::Heartbeat => "org.apache.kafka.connect.mirror.MirrorHeartbeatTask",
+        }
+    }
 }
 
 impl fmt::Display for ConnectorKind {
@@ -705,6 +723,25 @@ mod tests {
         }
         // Unknown keys are still in the raw properties.
         assert_eq!(c.raw().get("xxx"), Some("yyy"));
+    }
+
+    #[test]
+    fn task_classes_pair_with_connector_classes() {
+        for kind in ConnectorKind::ALL {
+            assert_eq!(
+                ConnectorKind::from_class_name(kind.class_name()),
+                Some(kind)
+            );
+            // Java's naming: the connector's class with Task for Connector.
+            assert_eq!(
+                kind.task_class_name(),
+                kind.class_name().replace("Connector", "Task")
+            );
+        }
+        assert_eq!(
+            ConnectorKind::from_class_name("MirrorSourceConnector"),
+            None
+        );
     }
 
     #[test]

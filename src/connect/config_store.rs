@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::config::Props;
+use crate::config::{ConnectorKind, Props};
 use crate::kafka::internal_log::{InternalLog, LogError, LogRecord, BEGINNING};
 use crate::state::{StateError, StateStore};
 use crate::wire::connect_config::{
@@ -136,6 +136,24 @@ fn fnv1a(bytes: &[u8], mut h: u64) -> u64 {
 }
 
 /// Fingerprint of what we would write, over the exact record bytes (length-prefixed).
+/// `task_configs` with `task.class` set as Connect's `Worker.connectorTaskConfigs` sets it,
+/// for the MM2 connector named by `connector.class` (other classes are left as they are).
+fn with_task_class(connector_config: &Props, task_configs: &[Props]) -> Vec<Props> {
+    let kind = connector_config
+        .get("connector.class")
+        .and_then(|class| ConnectorKind::from_class_name(class));
+    task_configs
+        .iter()
+        .map(|t| {
+            let mut t = t.clone();
+            if let Some(kind) = kind {
+                t.insert("task.class".into(), kind.task_class_name().into());
+            }
+            t
+        })
+        .collect()
+}
+
 fn fingerprint(connector: &str, connector_config: &Props, task_configs: &[Props]) -> String {
     let mut parts: Vec<Vec<u8>> = vec![
         connector.as_bytes().to_vec(),
@@ -192,8 +210,10 @@ impl ConfigStore {
 
     /// Writes `connector-<connector>`, `task-<connector>-<i>`…, `commit-<connector>` and
     /// `target-state-<connector>` (STARTED), in that order, unless exactly these configs are
-    /// already stored. `state_key` names the fingerprint in the state store (e.g.
-    /// `A->B/MirrorSourceConnector/config-hash`). Returns whether anything was written.
+    /// already stored. `task_configs` are the connector's (`taskConfigs`); each is stored with
+    /// the `task.class` Connect's worker adds. `state_key` names the fingerprint in the state
+    /// store (e.g. `A->B/MirrorSourceConnector/config-hash`). Returns whether anything was
+    /// written.
     pub async fn put_connector_and_tasks(
         &self,
         connector: &str,
@@ -201,6 +221,7 @@ impl ConfigStore {
         task_configs: &[Props],
         state_key: &str,
     ) -> Result<bool, ConfigStoreError> {
+        let task_configs = &with_task_class(connector_config, task_configs);
         let tasks =
             i32::try_from(task_configs.len()).map_err(|_| ConfigStoreError::TooManyTasks {
                 topic: self.topic().to_string(),

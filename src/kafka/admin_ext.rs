@@ -1112,15 +1112,63 @@ fn start_list_offsets<C: ClientContext>(
     )
 }
 
-/// Commits `(topic, partition, offset, metadata)` for `group` with one
+/// One result per partition of an `alterConsumerGroupOffsets` call.
+pub type PartitionResults = Vec<((String, i32), Result<(), AdminError>)>;
+
+/// Commits `(topic, partition, offset, metadata)` for `group` with an
 /// `alterConsumerGroupOffsets` request (§8.6). Returns one result per partition: a group with
 /// active members rejects them (`UNKNOWN_MEMBER_ID`), which MM2 logs as a warning.
+///
+/// Partitions refused because the group's coordinator is moving or loading (a new cluster
+/// creating `__consumer_offsets`, a broker restart) are sent again until `timeout`, as Java's
+/// admin client does; librdkafka hands those partition errors back as they are.
 pub async fn alter_consumer_group_offsets<C: ClientContext>(
     admin: &AdminClient<C>,
     group: &str,
     offsets: &[(String, i32, i64, String)],
     timeout: Duration,
-) -> Result<Vec<((String, i32), Result<(), AdminError>)>, AdminError> {
+) -> Result<PartitionResults, AdminError> {
+    const RETRY_BACKOFF: Duration = Duration::from_millis(100);
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut results = alter_offsets_once(admin, group, offsets, timeout).await?;
+    loop {
+        let retry: Vec<_> = offsets
+            .iter()
+            .filter(|(t, p, _, _)| {
+                results
+                    .iter()
+                    .any(|((rt, rp), r)| rt == t && rp == p && is_coordinator_moving(r))
+            })
+            .cloned()
+            .collect();
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if retry.is_empty() || left <= RETRY_BACKOFF * 2 {
+            return Ok(results);
+        }
+        tokio::time::sleep(RETRY_BACKOFF).await;
+        let again = alter_offsets_once(admin, group, &retry, left - RETRY_BACKOFF).await?;
+        for (key, result) in again {
+            if let Some(slot) = results.iter_mut().find(|(k, _)| *k == key) {
+                slot.1 = result;
+            }
+        }
+    }
+}
+
+/// Coordinator errors Java's admin client retries after looking the coordinator up again.
+fn is_coordinator_moving(result: &Result<(), AdminError>) -> bool {
+    matches!(
+        result.as_ref().err().and_then(AdminError::code),
+        Some("NOT_COORDINATOR" | "COORDINATOR_NOT_AVAILABLE" | "COORDINATOR_LOAD_IN_PROGRESS")
+    )
+}
+
+async fn alter_offsets_once<C: ClientContext>(
+    admin: &AdminClient<C>,
+    group: &str,
+    offsets: &[(String, i32, i64, String)],
+    timeout: Duration,
+) -> Result<PartitionResults, AdminError> {
     if offsets.is_empty() {
         return Ok(Vec::new());
     }

@@ -205,7 +205,9 @@ pub fn listed_offsets<C: ConsumerContext>(
 /// librdkafka's offsets-for-times (one ListOffsets request per leader). Right after a topic is
 /// created (or deleted and created again) Apache Kafka may not have a leader for it in its
 /// metadata yet, and librdkafka fails the whole request with `NotLeaderForPartition` or
-/// `LeaderNotAvailable`; those are retried until `timeout`.
+/// `LeaderNotAvailable`; after a broker was paused past its KRaft session, a partition answers
+/// `UnknownLeaderEpoch` until the broker catches up with the leadership it was given back.
+/// Those are retried until `timeout`; then the answer is returned as it stands.
 pub fn offsets_for_times<C: ConsumerContext>(
     consumer: &rdkafka::consumer::BaseConsumer<C>,
     tpl: &rdkafka::TopicPartitionList,
@@ -215,20 +217,32 @@ pub fn offsets_for_times<C: ConsumerContext>(
     let deadline = std::time::Instant::now() + timeout;
     loop {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match consumer.offsets_for_times(tpl.clone(), left) {
-            Err(e) if is_leader_election(&e) && left > RETRY_BACKOFF * 2 => {
-                std::thread::sleep(RETRY_BACKOFF)
-            }
-            other => return other,
+        let answer = consumer.offsets_for_times(tpl.clone(), left);
+        let electing = match &answer {
+            Err(e) => is_leader_election(e),
+            Ok(list) => list
+                .elements()
+                .iter()
+                .any(|e| e.error().is_err_and(|e| is_leader_election(&e))),
+        };
+        if !electing || left <= RETRY_BACKOFF * 2 {
+            return answer;
         }
+        std::thread::sleep(RETRY_BACKOFF);
     }
 }
 
-/// A partition without a known leader for now: a new topic, or one whose leader moved.
+/// A partition without a known leader for now, or whose leader and its clients disagree on
+/// the leader epoch for a moment: a new topic, or a leadership change. Retriable in Java too.
 fn is_leader_election(error: &KafkaError) -> bool {
     matches!(
         error.rdkafka_error_code(),
-        Some(RDKafkaErrorCode::NotLeaderForPartition | RDKafkaErrorCode::LeaderNotAvailable)
+        Some(
+            RDKafkaErrorCode::NotLeaderForPartition
+                | RDKafkaErrorCode::LeaderNotAvailable
+                | RDKafkaErrorCode::UnknownLeaderEpoch
+                | RDKafkaErrorCode::FencedLeaderEpoch
+        )
     )
 }
 

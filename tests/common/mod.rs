@@ -19,6 +19,7 @@
 #![allow(dead_code)] // each test binary uses a different subset of the helpers
 
 pub mod faults;
+pub mod java_mm2;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
