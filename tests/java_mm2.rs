@@ -106,10 +106,11 @@ impl Flow {
         (out.status.code().unwrap_or(-1), stdout, stderr)
     }
 
-    /// One `mirrorslice run` slice of `flow` (`src->tgt` or the reverse); its report.
-    fn run_slice(&self, flow: &str) -> Value {
+    /// One `mirrorslice run` slice of `flow` (`src->tgt` or the reverse): exit code and the
+    /// whole JSON output.
+    fn try_slice(&self, flow: &str) -> (i32, Value) {
         let config = self.config.to_str().unwrap();
-        let (code, stdout, stderr) = self.mirrorslice(&[
+        let (code, stdout, _) = self.mirrorslice(&[
             "run",
             config,
             "--flow",
@@ -118,9 +119,25 @@ impl Flow {
             "60s",
             "--json",
         ]);
-        assert_eq!(code, 0, "slice of {flow} failed: {stdout}\n{stderr}");
-        let report: Value = serde_json::from_str(&stdout).expect("slice report");
-        report["slices"][0].clone()
+        (code, serde_json::from_str(&stdout).expect("JSON output"))
+    }
+
+    /// [`Flow::try_slice`] that must succeed; its report.
+    fn run_slice(&self, flow: &str) -> Value {
+        let (code, out) = self.try_slice(flow);
+        assert_eq!(code, 0, "slice of {flow} failed: {out:#}");
+        out["slices"][0].clone()
+    }
+
+    /// Checks that a slice's output is the refusal to run beside Java's workers in the flow's
+    /// Connect group (exit 1, no report, the group and cluster named); the error.
+    fn assert_refused_beside_java(&self, code: i32, out: &Value) -> String {
+        let error = out["errors"][0]["error"].as_str().unwrap_or_default();
+        let group = format!("Connect group \"{}-mm2\" on cluster {}", self.src, self.tgt);
+        assert!(error.contains(&group), "not refused beside Java: {out:#}");
+        assert_eq!(code, 1, "{out:#}");
+        assert!(out["slices"].as_array().unwrap().is_empty(), "{out:#}");
+        error.to_string()
     }
 
     fn forward(&self) -> String {
@@ -289,6 +306,21 @@ async fn decode_internal_topics(flow: &Flow) -> BTreeMap<String, usize> {
     counts
 }
 
+/// How many slice reports (records only we write) the flow's status topic holds.
+async fn slice_reports(flow: &Flow) -> usize {
+    let topic = format!("mm2-status.{}.internal", flow.src);
+    let partitions = partition_count(&stack().b, &topic).expect("status topic");
+    consume_all(&stack().b, &topic, partitions)
+        .await
+        .iter()
+        .filter(|r| {
+            r.key.as_deref().is_some_and(|k| {
+                k.starts_with(mirrorslice::connect::status_store::SLICE_REPORT_PREFIX.as_bytes())
+            })
+        })
+        .count()
+}
+
 /// The latest checkpoint of the flow's group per remote topic and partition.
 async fn latest_checkpoints(flow: &Flow) -> BTreeMap<(String, i32), Checkpoint> {
     let topic = format!("{}.checkpoints.internal", flow.src);
@@ -404,7 +436,22 @@ async fn mirrorslice_takes_over_from_a_killed_java_mm2_and_reads_what_it_wrote()
     flow.commit_group([1_200, 1_800, 900]).await;
     flow.commit_group_at(&[(&audit, 0, 800)]).await;
     let java_checkpoints = latest_checkpoints(&flow).await;
-    let slice = flow.run_slice(&flow.forward());
+    // The killed worker stays in the Connect group until its session times out (10 s); until
+    // then a slice refuses to run beside it.
+    let killed_at = Instant::now();
+    let slice = loop {
+        let (code, out) = flow.try_slice(&flow.forward());
+        if code == 0 {
+            break out["slices"][0].clone();
+        }
+        let error = flow.assert_refused_beside_java(code, &out);
+        assert!(killed_at.elapsed() < Duration::from_secs(60), "{error}");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
+    println!(
+        "first slice after the kill ran {:.1?} after it",
+        killed_at.elapsed()
+    );
     assert_eq!(slice["checkpoints"]["status"], "ran", "{slice:#}");
     let duplicates = common::assert_all_copied(&stack.b, &flow.remote(), PARTITIONS, 12_000).await;
     assert_eq!(
@@ -527,6 +574,16 @@ async fn java_mm2_takes_over_from_mirrorslice_and_reads_what_it_wrote() {
     )
     .await;
     let took = started.elapsed();
+    // While Java runs the flow, a slice refuses to run beside it, writing nothing.
+    let reports_before = slice_reports(&flow).await;
+    let (code, out) = flow.try_slice(&flow.forward());
+    println!("refused: {}", flow.assert_refused_beside_java(code, &out));
+    assert_eq!(
+        slice_reports(&flow).await,
+        reports_before,
+        "a refused slice writes nothing"
+    );
+    java.assert_running();
     let stopped_in = java.stop();
     println!("Java took over in {took:.1?} (start, copy, first offset flush); stopped in {stopped_in:.1?}");
     assert!(java_errors_are_none(&java), "{}", java.log());

@@ -7,3 +7,4 @@ pub mod config_store;
 pub mod internal_topics;
 pub mod offset_store;
 pub mod status_store;
+pub mod worker_group;

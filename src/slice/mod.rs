@@ -25,6 +25,7 @@ mod source;
 use crate::config::guarantees;
 use crate::config::slice::SliceSettings;
 use crate::config::{ConfigError, ConnectorKind, MirrorMakerConfig, Props, SourceAndTarget};
+use crate::connect::worker_group::{java_workers, JavaWorkers};
 use crate::connectors::checkpoint::runner::{self as checkpoint_runner, CheckpointEnv};
 use crate::connectors::heartbeat::{run_heartbeats, HeartbeatLeases};
 use crate::connectors::source::connector as source_connector;
@@ -206,6 +207,11 @@ pub async fn run_slice(
         "state prefetched"
     );
 
+    refuse_beside_java_workers(pair, &configs, deadline).await?;
+    tracing::debug!(
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "no Java MirrorMaker 2 worker in the flow's Connect group"
+    );
     let mut report = empty_report(&flow, &env.owner, started_at, settings.lambda_memory_mb);
 
     // Heartbeats run beside everything else, in every pair, even a disabled one (§1.3, §9).
@@ -281,6 +287,35 @@ pub async fn run_slice(
     report.gb_seconds = gbs;
     report.estimated_cost_usd = usd;
     Ok(report)
+}
+
+/// Stops the slice before it writes anything while Java MirrorMaker 2 workers run the same
+/// flow (see [`crate::connect::worker_group`]). When the group cannot be described, says so
+/// and goes on: the check is a guard, not a lease.
+async fn refuse_beside_java_workers(
+    pair: &SourceAndTarget,
+    configs: &PairConfigs,
+    deadline: Instant,
+) -> Result<(), SliceError> {
+    const CHECK_TIMEOUT: Duration = Duration::from_secs(10);
+    let admin = worker_client_props(&configs.worker, "admin");
+    let limit = deadline
+        .saturating_duration_since(Instant::now())
+        .min(CHECK_TIMEOUT);
+    match java_workers(&configs.worker, &admin, limit).await {
+        JavaWorkers::Unknown { group, error } => {
+            tracing::warn!(
+                group,
+                error,
+                "cannot tell whether Java MirrorMaker 2 runs this flow"
+            );
+            Ok(())
+        }
+        found => match found.refusal(&pair.target) {
+            Some(refusal) => Err(setup(pair, refusal)),
+            None => Ok(()),
+        },
+    }
 }
 
 /// Where the source connector's task-config hash is kept in the state store.
