@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::faults::PrivateServer;
 use common::java_mm2::{java_topology, java_translate_offsets, JavaMirrorMaker};
 use common::{consume_all, create_topic, keyed_records, partition_count, produce, stack, unique};
 use mirrorslice::kafka::admin_ext::alter_consumer_group_offsets;
@@ -29,6 +30,8 @@ const PARTITIONS: i32 = 3;
 /// A flow `src->tgt` from cluster A to B with aliases of its own, in one `mm2.properties` that
 /// both implementations run on.
 struct Flow {
+    /// Cluster A's bootstrap servers (the stack's, or a test's own).
+    a: String,
     src: String,
     tgt: String,
     config: PathBuf,
@@ -37,16 +40,24 @@ struct Flow {
 }
 
 impl Flow {
+    /// A flow from the stack's cluster A.
     fn new() -> Flow {
+        Flow::from_cluster(&stack().a)
+    }
+
+    /// A flow from the cluster at `a` to the stack's B.
+    fn from_cluster(a: &str) -> Flow {
         let src = unique("jsrc").replace('-', "");
         let tgt = unique("jtgt").replace('-', "");
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("mm2.properties");
         // Offsets flush every 10 s on the Java side, so a kill leaves an uncommitted tail;
         // checkpoints every second on both sides; groups scoped to this flow (A is shared).
-        let body = common::flow_properties(
+        let body = common::flow_properties_between(
             &src,
+            a,
             &tgt,
+            &stack().b,
             &format!(
                 "{src}->{tgt}.groups = .*-{src}\n\
                  {tgt}.offset.flush.interval.ms = 10000\n\
@@ -56,6 +67,7 @@ impl Flow {
         );
         std::fs::write(&config, body).unwrap();
         Flow {
+            a: a.to_string(),
             src,
             tgt,
             config,
@@ -184,7 +196,7 @@ impl Flow {
     /// Commits the flow's group on A at `(topic, partition, offset)`.
     async fn commit_group_at(&self, offsets: &[(&str, i32, i64)]) {
         let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-            .set("bootstrap.servers", &stack().a)
+            .set("bootstrap.servers", &self.a)
             .create()
             .unwrap();
         let offsets: Vec<_> = offsets
@@ -276,7 +288,7 @@ async fn decode_internal_topics(flow: &Flow) -> BTreeMap<String, usize> {
             .map(drop)
             .map_err(|e| e.to_string())
     };
-    let (a, b, src) = (&stack().a, &stack().b, &flow.src);
+    let (a, b, src) = (&flow.a, &stack().b, &flow.src);
     let topics: [(&str, String, Decode); 6] = [
         (b, format!("mm2-configs.{src}.internal"), config),
         (b, format!("mm2-status.{src}.internal"), status),
@@ -516,7 +528,12 @@ async fn java_mm2_takes_over_from_mirrorslice_and_reads_what_it_wrote() {
         eprintln!("skipped on tansu: Java MirrorMaker runs against Apache Kafka only");
         return;
     }
-    let flow = Flow::new();
+    // A cluster A of this test's own: the reverse pair below emits into A's `heartbeats`, which
+    // every other flow from the shared A would then copy.
+    let cluster_a = tokio::task::spawn_blocking(PrivateServer::kafka)
+        .await
+        .unwrap();
+    let flow = Flow::from_cluster(&cluster_a.bootstrap());
     let (src, tgt) = (flow.src.clone(), flow.tgt.clone());
     // The reverse pair emits heartbeats into A, which the forward flow copies to B.
     let body = std::fs::read_to_string(&flow.config).unwrap();
@@ -526,9 +543,9 @@ async fn java_mm2_takes_over_from_mirrorslice_and_reads_what_it_wrote() {
     );
     std::fs::write(&flow.config, body).unwrap();
     let topic = flow.topic();
-    create_topic(&stack.a, &topic, PARTITIONS, &[]).await;
+    create_topic(&flow.a, &topic, PARTITIONS, &[]).await;
     let records = keyed_records(PARTITIONS, 6_000);
-    produce(&stack.a, &topic, &records[..3_000]).await;
+    produce(&flow.a, &topic, &records[..3_000]).await;
     let positions = [300, 650, 999];
     flow.commit_group(positions).await;
 
@@ -563,7 +580,7 @@ async fn java_mm2_takes_over_from_mirrorslice_and_reads_what_it_wrote() {
         .contains(&format!("{src}.checkpoints.internal")));
 
     // Java takes over from our Connect offsets: it copies only the new records.
-    produce(&stack.a, &topic, &records[3_000..]).await;
+    produce(&flow.a, &topic, &records[3_000..]).await;
     let started = Instant::now();
     let mut java = flow.start_java();
     wait_for(
