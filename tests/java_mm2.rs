@@ -1,9 +1,9 @@
 //! Interop with the real Java MirrorMaker 2 (Apache Kafka's `connect-mirror`, the version of
 //! the brokers, run in dedicated mode by `stack.sh mm2-exec`) on the same `mm2.properties`:
 //! either can take over a flow from the other, and each reads what the other wrote. These
-//! run on Apache Kafka only (the stack's `MIRRORSLICE_BROKER=kafka` run): Java's Connect worker
-//! needs a broker with the group and transaction APIs tansu lacks, and the point is to show
-//! what our users would see.
+//! run on Apache Kafka only (the stack's `MIRRORSLICE_BROKER=kafka` run): a take-over happens
+//! on the clusters our users run, and Java's Connect worker leans on group and offset APIs
+//! where tansu is known to differ. What differs by design: `docs/java-mm2-interop.md`.
 
 mod common;
 
