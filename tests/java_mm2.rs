@@ -252,41 +252,45 @@ async fn decode_internal_topics(flow: &Flow) -> BTreeMap<String, usize> {
     fn key_str(r: &common::ConsumedRecord) -> &str {
         std::str::from_utf8(r.key.as_deref().unwrap_or_default()).unwrap_or("<not UTF-8>")
     }
+    fn checked<T, E: std::fmt::Display>(decoded: Result<T, E>) -> Result<(), String> {
+        decoded.map(drop).map_err(|e| e.to_string())
+    }
     let config: Decode = |r| {
-        connect_config::decode_record(key_str(r), r.value.as_deref())
-            .map(drop)
-            .map_err(|e| e.to_string())
+        checked(connect_config::decode_record(
+            key_str(r),
+            r.value.as_deref(),
+        ))
     };
     let status: Decode = |r| {
         let key = key_str(r);
         if key.starts_with(mirrorslice::connect::status_store::SLICE_REPORT_PREFIX) {
             return Ok(());
         }
-        connect_status::decode_record(key, r.value.as_deref())
-            .map(drop)
-            .map_err(|e| e.to_string())
+        checked(connect_status::decode_record(key, r.value.as_deref()))
     };
     let offsets: Decode = |r| {
-        connect_offsets::decode_key(r.key.as_deref().unwrap_or_default())
-            .map_err(|e| e.to_string())?;
-        connect_offsets::decode_value(r.value.as_deref())
-            .map(drop)
-            .map_err(|e| e.to_string())
+        checked(connect_offsets::decode_key(
+            r.key.as_deref().unwrap_or_default(),
+        ))?;
+        checked(connect_offsets::decode_value(r.value.as_deref()))
     };
     let checkpoint: Decode = |r| {
-        Checkpoint::decode_record(r.key.as_deref(), r.value.as_deref())
-            .map(drop)
-            .map_err(|e| e.to_string())
+        checked(Checkpoint::decode_record(
+            r.key.as_deref(),
+            r.value.as_deref(),
+        ))
     };
     let heartbeat: Decode = |r| {
-        Heartbeat::decode_record(r.key.as_deref(), r.value.as_deref())
-            .map(drop)
-            .map_err(|e| e.to_string())
+        checked(Heartbeat::decode_record(
+            r.key.as_deref(),
+            r.value.as_deref(),
+        ))
     };
     let sync: Decode = |r| {
-        OffsetSync::decode_record(r.key.as_deref(), r.value.as_deref())
-            .map(drop)
-            .map_err(|e| e.to_string())
+        checked(OffsetSync::decode_record(
+            r.key.as_deref(),
+            r.value.as_deref(),
+        ))
     };
     let (a, b, src) = (&flow.a, &stack().b, &flow.src);
     let topics: [(&str, String, Decode); 6] = [

@@ -189,6 +189,8 @@ pub async fn run_slice(
         elapsed_ms = started.elapsed().as_millis() as u64,
         "connector configs resolved"
     );
+    // Asked now, so the answer arrives while the state is read (the read blocks this thread).
+    let java_check = spawn_java_workers_check(&configs, deadline);
     let source_cfg = &configs.source;
     // Everything the slice will read from the state store, in one request; every state call of
     // the slice gives up at its deadline.
@@ -207,7 +209,7 @@ pub async fn run_slice(
         "state prefetched"
     );
 
-    refuse_beside_java_workers(pair, &configs, deadline).await?;
+    refuse_beside_java_workers(pair, java_check).await?;
     tracing::debug!(
         elapsed_ms = started.elapsed().as_millis() as u64,
         "no Java MirrorMaker 2 worker in the flow's Connect group"
@@ -289,20 +291,32 @@ pub async fn run_slice(
     Ok(report)
 }
 
-/// Stops the slice before it writes anything while Java MirrorMaker 2 workers run the same
-/// flow (see [`crate::connect::worker_group`]). When the group cannot be described, says so
-/// and goes on: the check is a guard, not a lease.
-async fn refuse_beside_java_workers(
-    pair: &SourceAndTarget,
+/// Starts asking the target whether Java MirrorMaker 2 workers run the flow (see
+/// [`crate::connect::worker_group`]), bounded by 10 s and the deadline.
+fn spawn_java_workers_check(
     configs: &PairConfigs,
     deadline: Instant,
-) -> Result<(), SliceError> {
+) -> tokio::task::JoinHandle<JavaWorkers> {
     const CHECK_TIMEOUT: Duration = Duration::from_secs(10);
-    let admin = worker_client_props(&configs.worker, "admin");
+    let worker = configs.worker.clone();
+    let admin = worker_client_props(&worker, "admin");
     let limit = deadline
         .saturating_duration_since(Instant::now())
         .min(CHECK_TIMEOUT);
-    match java_workers(&configs.worker, &admin, limit).await {
+    tokio::spawn(async move { java_workers(&worker, &admin, limit).await })
+}
+
+/// Stops the slice before it writes anything while Java workers run the same flow. When the
+/// group cannot be described, says so and goes on: the check is a guard, not a lease.
+async fn refuse_beside_java_workers(
+    pair: &SourceAndTarget,
+    check: tokio::task::JoinHandle<JavaWorkers>,
+) -> Result<(), SliceError> {
+    let found = check.await.unwrap_or_else(|e| JavaWorkers::Unknown {
+        group: String::new(),
+        error: e.to_string(),
+    });
+    match found {
         JavaWorkers::Unknown { group, error } => {
             tracing::warn!(
                 group,

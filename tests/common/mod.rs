@@ -272,13 +272,16 @@ pub async fn create_topic(bootstrap: &str, topic: &str, partitions: i32, configs
             panic!("create topic {name} on {bootstrap}: {code:?}");
         }
     }
+    wait_for_partitions(bootstrap, topic, partitions).await
+}
+
+/// Waits until metadata shows `topic` with `partitions` partitions; panics after
+/// `REQUEST_TIMEOUT`.
+async fn wait_for_partitions(bootstrap: &str, topic: &str, partitions: i32) {
     let (bootstrap, topic) = (bootstrap.to_string(), topic.to_string());
     blocking(move || {
         let deadline = Instant::now() + REQUEST_TIMEOUT;
-        loop {
-            if partition_count(&bootstrap, &topic) == Some(partitions) {
-                return;
-            }
+        while partition_count(&bootstrap, &topic) != Some(partitions) {
             assert!(
                 Instant::now() < deadline,
                 "topic {topic} on {bootstrap} did not show {partitions} partitions in metadata"
@@ -514,18 +517,7 @@ pub async fn grow_topic(bootstrap: &str, topic: &str, partitions: usize) {
             panic!("grow {name} on {bootstrap}: {code:?}");
         }
     }
-    let (bootstrap, topic) = (bootstrap.to_string(), topic.to_string());
-    blocking(move || {
-        let deadline = Instant::now() + REQUEST_TIMEOUT;
-        while partition_count(&bootstrap, &topic) != Some(partitions as i32) {
-            assert!(
-                Instant::now() < deadline,
-                "{topic} on {bootstrap} did not show {partitions} partitions in metadata"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    })
-    .await
+    wait_for_partitions(bootstrap, topic, partitions as i32).await
 }
 
 /// Deletes `topic` and waits until metadata no longer lists it.
