@@ -21,7 +21,7 @@
 pub mod faults;
 pub mod java_mm2;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,9 +31,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::KafkaError;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, Headers, OwnedHeaders};
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use rdkafka::{ClientConfig, Message, Offset, Timestamp, TopicPartitionList};
 
 /// How long a single broker request from the harness may take before the test fails.
@@ -314,43 +314,67 @@ pub async fn produce(bootstrap: &str, topic: &str, records: &[TestRecord]) -> Ve
         .set("message.timeout.ms", "30000")
         // One in-flight request keeps per-partition order even across retries.
         .set("max.in.flight.requests.per.connection", "1")
+        // Below librdkafka's default (100000), so that every large batch goes through the
+        // queue-full path below, not only the ones that meet a slow broker.
+        .set("queue.buffering.max.messages", "20000")
         .create()
         .expect("producer");
-    let mut pending = Vec::with_capacity(records.len());
+    // Deliveries in flight, oldest first. When librdkafka's local queue is full (a big batch
+    // against a slow broker), the oldest delivery is awaited to make room, then the send retried.
+    let mut pending = VecDeque::new();
+    let mut positions = Vec::with_capacity(records.len());
     for (i, r) in records.iter().enumerate() {
-        let mut headers = OwnedHeaders::new_with_capacity(r.headers.len());
-        for (k, v) in &r.headers {
-            headers = headers.insert(Header {
-                key: k.as_str(),
-                value: v.as_deref(),
-            });
-        }
-        let mut rec: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic)
-            .partition(r.partition)
-            .headers(headers);
-        if let Some(k) = &r.key {
-            rec = rec.key(k.as_slice());
-        }
-        if let Some(v) = &r.value {
-            rec = rec.payload(v.as_slice());
-        }
-        if let Some(ts) = r.timestamp {
-            rec = rec.timestamp(ts);
-        }
-        match producer.send_result(rec) {
-            Ok(f) => pending.push(f),
-            Err((e, _)) => panic!("enqueue record #{i} for {topic} on {bootstrap}: {e}"),
+        let mut rec = test_record(topic, r);
+        loop {
+            match producer.send_result(rec) {
+                Ok(f) => break pending.push_back((i, f)),
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back))
+                    if !pending.is_empty() =>
+                {
+                    rec = back;
+                    let (j, f) = pending.pop_front().expect("checked non-empty");
+                    positions.push(delivered(j, f, topic, bootstrap).await);
+                }
+                Err((e, _)) => panic!("enqueue record #{i} for {topic} on {bootstrap}: {e}"),
+            }
         }
     }
-    let mut positions = Vec::with_capacity(pending.len());
-    for (i, f) in pending.into_iter().enumerate() {
-        match f.await {
-            Ok(Ok(d)) => positions.push((d.partition, d.offset)),
-            Ok(Err((e, _))) => panic!("deliver record #{i} to {topic} on {bootstrap}: {e}"),
-            Err(_) => panic!("delivery of record #{i} to {topic} on {bootstrap} was cancelled"),
-        }
+    for (j, f) in pending {
+        positions.push(delivered(j, f, topic, bootstrap).await);
     }
     positions
+}
+
+fn test_record<'a>(topic: &'a str, r: &'a TestRecord) -> FutureRecord<'a, [u8], [u8]> {
+    let mut headers = OwnedHeaders::new_with_capacity(r.headers.len());
+    for (k, v) in &r.headers {
+        headers = headers.insert(Header {
+            key: k.as_str(),
+            value: v.as_deref(),
+        });
+    }
+    let mut rec = FutureRecord::to(topic)
+        .partition(r.partition)
+        .headers(headers);
+    if let Some(k) = &r.key {
+        rec = rec.key(k.as_slice());
+    }
+    if let Some(v) = &r.value {
+        rec = rec.payload(v.as_slice());
+    }
+    if let Some(ts) = r.timestamp {
+        rec = rec.timestamp(ts);
+    }
+    rec
+}
+
+/// The `(partition, offset)` of record #`i`'s delivery; panics on failure.
+async fn delivered(i: usize, f: DeliveryFuture, topic: &str, bootstrap: &str) -> (i32, i64) {
+    match f.await {
+        Ok(Ok(d)) => (d.partition, d.offset),
+        Ok(Err((e, _))) => panic!("deliver record #{i} to {topic} on {bootstrap}: {e}"),
+        Err(_) => panic!("delivery of record #{i} to {topic} on {bootstrap} was cancelled"),
+    }
 }
 
 fn assigned_consumer(bootstrap: &str, topic: &str, partitions: i32, eof: bool) -> BaseConsumer {
