@@ -22,16 +22,17 @@ use mirrorslice::connect::config_store::ConfigStore;
 use mirrorslice::connect::internal_topics::{
     ensure_compacted_topic, ensure_worker_topics, Creation, TopicError,
 };
-use mirrorslice::connect::offset_store::{OffsetStore, PartitionKey};
+use mirrorslice::connect::offset_store::{OffsetStore, OffsetStoreError, PartitionKey};
 use mirrorslice::connect::status_store::StatusStore;
 use mirrorslice::kafka::internal_log::{self, LogError, BEGINNING};
-use mirrorslice::state::{LocalStateStore, StateStore};
+use mirrorslice::state::{LocalStateStore, StateError, StateStore};
 use mirrorslice::wire::connect_config::{self, ConfigRecord};
 use mirrorslice::wire::connect_offsets::{offset_value_bytes, offsets_partition, SourcePartition};
 use mirrorslice::wire::connect_status::{self, State, Status, StatusRecord};
 use rdkafka::admin::{AdminClient, AdminOptions, ResourceSpecifier};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::ClientConfig;
+use serde_json::Value;
 
 fn props(bootstrap: &str) -> Props {
     let mut p = Props::new();
@@ -630,6 +631,176 @@ async fn a_write_by_others_between_load_and_commit_is_not_skipped() {
         loaded.offsets,
         BTreeMap::from([(PartitionKey(a), 555), (PartitionKey(b), 1000)])
     );
+}
+
+/// Where Connect puts `sp`'s offsets record on the offsets topic of `partitions` partitions.
+fn placed(sp: &SourcePartition, partitions: i32) -> (i32, Vec<u8>) {
+    let key = sp.key_bytes("MirrorSourceConnector");
+    (offsets_partition(&key, partitions), key)
+}
+
+// Java keeps only a key's latest record: a malformed one that a valid one superseded is
+// history, not an error, with or without a hint. A malformed latest one fails the load and is
+// named (Java would log it and start the partition over).
+#[tokio::test]
+async fn a_superseded_malformed_offset_is_ignored_and_a_malformed_latest_one_is_named() {
+    let f = OffsetsFixture::new().await;
+    let parts: Vec<SourcePartition> = (0..2).map(|p| src("malformed", p)).collect();
+    let mut store = f.store(f.state.clone());
+    store.load(&parts).await.unwrap();
+    store.commit(&offsets_of(&parts, 10)).await.unwrap();
+
+    let log = props(&f.bootstrap);
+    let (p0, k0) = placed(&parts[0], f.partitions);
+    let (p1, k1) = placed(&parts[1], f.partitions);
+    let superseded = vec![
+        (p0, k0.clone(), Some(b"not json".to_vec())),
+        (p0, k0, Some(offset_value_bytes(77))),
+    ];
+    internal_log::append(&log, &f.topic, superseded)
+        .await
+        .unwrap();
+    let bad = vec![(p1, k1.clone(), Some(br#"{"offset":"#.to_vec()))];
+    let at = internal_log::append(&log, &f.topic, bad).await.unwrap();
+
+    let err = f.store(f.state.clone()).load(&parts).await.unwrap_err();
+    let (partition, offset, key) = match err {
+        OffsetStoreError::BadValue {
+            partition,
+            offset,
+            key,
+            ..
+        } => (partition, offset, key),
+        e => panic!("expected BadValue, got {e}"),
+    };
+    assert_eq!((partition, offset), at[0]);
+    assert!(key.contains("malformed"), "{key}");
+    let hinted = f.store(f.state.clone()).load(&parts[..1]).await.unwrap();
+    let full = f.fresh_store().0.load(&parts[..1]).await.unwrap();
+    for loaded in [hinted, full] {
+        assert_eq!(
+            loaded.offsets,
+            BTreeMap::from([(PartitionKey(parts[0].clone()), 77)])
+        );
+    }
+
+    let fixed = vec![(p1, k1, Some(offset_value_bytes(88)))];
+    internal_log::append(&log, &f.topic, fixed).await.unwrap();
+    let loaded = f.store(f.state.clone()).load(&parts).await.unwrap();
+    assert_eq!(loaded.offsets[&PartitionKey(parts[1].clone())], 88);
+}
+
+/// A state store whose position hints are corrupt documents (a damaged item, a bad edit).
+struct CorruptHints(Arc<dyn StateStore>);
+
+impl StateStore for CorruptHints {
+    fn get(&self, key: &str) -> Result<Option<Value>, StateError> {
+        match key.ends_with("offsets-hint") {
+            true => Err(StateError::Corrupt {
+                key: key.into(),
+                source: serde_json::from_str::<Value>("{\"positions\":").unwrap_err(),
+            }),
+            false => self.0.get(key),
+        }
+    }
+    fn put(&self, key: &str, value: &Value) -> Result<(), StateError> {
+        self.0.put(key, value)
+    }
+}
+
+// The hint is a shortcut: a corrupt one costs a full read, never the slice, and is replaced.
+#[tokio::test]
+async fn a_corrupt_hint_falls_back_to_a_full_read_and_is_rewritten() {
+    let f = OffsetsFixture::new().await;
+    let parts: Vec<SourcePartition> = (0..3).map(|p| src("corrupt-hint", p)).collect();
+    let mut store = f.store(f.state.clone());
+    store.load(&parts).await.unwrap();
+    store.commit(&offsets_of(&parts, 30)).await.unwrap();
+
+    let corrupt: Arc<dyn StateStore> = Arc::new(CorruptHints(f.state.clone()));
+    let loaded = f.store(corrupt).load(&parts).await.unwrap();
+    assert!(loaded.full_read);
+    assert_eq!(loaded.offsets, offsets_of(&parts, 30));
+    let after = f.store(f.state.clone()).load(&parts).await.unwrap();
+    assert!(!after.full_read, "the rewritten hint is used");
+    assert_eq!(after.offsets, loaded.offsets);
+}
+
+// A hint taken from a read of every partition knows each key sits on its own partition: a key
+// it does not cover (a new task partition) costs a read of that partition only.
+#[tokio::test]
+async fn a_new_key_reads_only_its_own_partition_beside_the_hint() {
+    let f = OffsetsFixture::new().await;
+    let parts: Vec<SourcePartition> = (0..2).map(|p| src("new-key", p)).collect();
+    let mut store = f.store(f.state.clone());
+    store.load(&parts[..1]).await.unwrap();
+    store.commit(&offsets_of(&parts, 5)).await.unwrap();
+    let loaded = f.store(f.state.clone()).load(&parts).await.unwrap();
+    assert!(!loaded.full_read);
+    assert_eq!(loaded.offsets, offsets_of(&parts, 5));
+}
+
+// Connect places a key by the partition count the writer sees (murmur2 % count). Once the
+// offsets topic has gained partitions, the records written before stay where they were while
+// the key's hash points elsewhere: Java reads every partition and finds them, and so must we,
+// also for keys a later hint does not cover. Our commits go to the key's new partition.
+#[tokio::test]
+async fn offsets_written_before_the_offsets_topic_gained_partitions_are_found() {
+    let s = stack();
+    let topic = unique("grown-offsets");
+    create_topic(&s.b, &topic, 30, &[("cleanup.policy", "compact")]).await;
+    let parts: Vec<SourcePartition> = (0..8).map(|p| src("grown", p)).collect();
+    let moved = |sp: &SourcePartition| placed(sp, 25).0 != placed(sp, 30).0;
+    assert!(parts[..4].iter().any(moved) && parts[4..].iter().any(moved));
+    // As a worker that saw 25 partitions wrote them.
+    let old = parts
+        .iter()
+        .zip(100..)
+        .map(|(sp, v)| {
+            let (p, key) = placed(sp, 25);
+            (p, key, Some(offset_value_bytes(v)))
+        })
+        .collect();
+    internal_log::append(&props(&s.b), &topic, old)
+        .await
+        .unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let state: Arc<dyn StateStore> = Arc::new(LocalStateStore::new(dir.path()));
+    let store = || {
+        OffsetStore::new(
+            &topic,
+            30,
+            props(&s.b),
+            props(&s.b),
+            state.clone(),
+            "A->B/MirrorSourceConnector/0/offsets-hint",
+        )
+        .with_read_timeout(READ_TIMEOUT)
+    };
+    let mut first = store();
+    let loaded = first.load(&parts[..4]).await.unwrap();
+    assert!(loaded.full_read);
+    assert_eq!(loaded.offsets, offsets_of(&parts[..4], 100));
+    first.commit(&offsets_of(&parts[..4], 500)).await.unwrap();
+    let records = consume_all(&s.b, &topic, 30).await;
+    for (sp, v) in parts[..4].iter().zip(500..) {
+        let (p, key) = placed(sp, 30);
+        let written = records
+            .iter()
+            .find(|r| r.key.as_deref() == Some(&key[..]) && r.value == Some(offset_value_bytes(v)));
+        assert_eq!(written.map(|r| r.partition), Some(p), "{sp:?}");
+    }
+
+    // The hint covers half the keys, and knows some records are off their partition.
+    let mut expected = offsets_of(&parts[..4], 500);
+    expected.extend(offsets_of(&parts[4..], 104));
+    let loaded = store().load(&parts).await.unwrap();
+    assert!(loaded.full_read);
+    assert_eq!(loaded.offsets, expected);
+    let again = store().load(&parts).await.unwrap();
+    assert!(!again.full_read);
+    assert_eq!(again.offsets, expected);
 }
 
 // Connect status records: keys, JSON and placement Java's status store expects.

@@ -10,6 +10,8 @@ use mirrorslice::connectors::source::task::{
     TopicPartition,
 };
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
@@ -22,6 +24,9 @@ struct MemoryHooks {
     lose_lease_after_commits: Option<usize>,
     /// The lease's validity ends at this instant.
     lease_ends_at: Option<Instant>,
+    /// Once set (by the test), the lease's validity ends at the task's next look at it, and
+    /// `lease_ends_at` records when.
+    end_lease: Option<Arc<AtomicBool>>,
     /// When `run_source_task` returned (set by the test).
     returned_at: Option<Instant>,
 }
@@ -34,6 +39,14 @@ impl TaskHooks for MemoryHooks {
         Ok(())
     }
     fn owned_until(&mut self) -> Option<Instant> {
+        if self.lease_ends_at.is_none()
+            && self
+                .end_lease
+                .as_ref()
+                .is_some_and(|e| e.load(Ordering::SeqCst))
+        {
+            self.lease_ends_at = Some(Instant::now());
+        }
         let lost = self.lease_lost
             || self
                 .lose_lease_after_commits
@@ -230,6 +243,7 @@ async fn copy_until_the_lease_ends(
     mut hooks: MemoryHooks,
     flush_interval: Duration,
 ) -> (TaskOutcome, MemoryHooks, Vec<common::ConsumedRecord>) {
+    let end_lease = hooks.end_lease.clone();
     let stack = common::stack();
     let source = common::unique(prefix);
     let remote = format!("A.{source}");
@@ -250,21 +264,29 @@ async fn copy_until_the_lease_ends(
     common::produce(&stack.a, &source, &data).await;
     let mut s = spec(&source, &remote, partitions, &hooks.offsets);
     s.flush_interval = flush_interval;
-    hooks.lease_ends_at = hooks.lease_ends_at.map(|_| Instant::now() + LEASE_LEFT);
-    let (outcome, hooks) = tokio::task::spawn_blocking(move || {
+    let watch = match &end_lease {
+        Some(_) => Some(common::WatermarkWatch::new(&stack.b, &remote, partitions).await),
+        None => None,
+    };
+    let task = tokio::task::spawn_blocking(move || {
         let o = run_source_task(&s, &mut hooks);
         hooks.returned_at = Some(Instant::now());
         (o, hooks)
-    })
-    .await
-    .unwrap();
+    });
+    if let (Some(end_lease), Some(watch)) = (end_lease, watch) {
+        // Mid-copy whatever the machine's speed: once the target holds LEASE_AFTER records.
+        if watch.wait_for(LEASE_AFTER, Duration::from_secs(30)).await {
+            end_lease.store(true, Ordering::SeqCst);
+        }
+    }
+    let (outcome, hooks) = task.await.unwrap();
     let on_target = common::consume_all(&stack.b, &remote, partitions).await;
     assert_eq!(data.len(), 40_000);
     (outcome, hooks, on_target)
 }
 
-/// What a lease-ending test leaves the task before its lease runs out.
-const LEASE_LEFT: Duration = Duration::from_millis(200);
+/// Records on the target when a lease-ending test ends the lease.
+const LEASE_AFTER: i64 = 2_000;
 /// Records that may reach the target after the lease ended: what was in flight at that moment,
 /// at most the producer queue (4 MiB of ~1 KiB records) and the rest of one burst per partition.
 const IN_FLIGHT_BOUND: usize = 4 * 1024 + 2 * 512;
@@ -275,7 +297,7 @@ const IN_FLIGHT_BOUND: usize = 4 * 1024 + 2 * 512;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_that_runs_out_mid_copy_stops_the_writes_at_once() {
     let hooks = MemoryHooks {
-        lease_ends_at: Some(Instant::now()),
+        end_lease: Some(Arc::default()),
         ..Default::default()
     };
     let (outcome, hooks, on_target) =
@@ -294,9 +316,16 @@ async fn a_lease_that_runs_out_mid_copy_stops_the_writes_at_once() {
         on_target.len(),
         outcome.records
     );
-    let (ended, returned) = (hooks.lease_ends_at.unwrap(), hooks.returned_at.unwrap());
+    let (ended, returned) = (
+        hooks.lease_ends_at.expect("the lease ended"),
+        hooks.returned_at.unwrap(),
+    );
+    assert!(
+        on_target.len() >= LEASE_AFTER as usize,
+        "the lease ended mid-copy"
+    );
     eprintln!(
-        "lease ran out after {LEASE_LEFT:?}: task stopped and returned {:?} later; {} \
+        "lease ran out with {LEASE_AFTER} records on the target: task stopped and returned {:?} later; {} \
          acknowledged, {} of 40000 on the target",
         returned.saturating_duration_since(ended),
         outcome.records,

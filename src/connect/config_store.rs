@@ -290,8 +290,15 @@ impl ConfigStore {
         &self,
         state_key: &str,
     ) -> Result<Option<String>, ConfigStoreError> {
-        let Some(doc) = self.state.get(state_key)? else {
-            return Ok(None);
+        let doc = match self.state.get(state_key) {
+            Ok(Some(doc)) => doc,
+            Ok(None) => return Ok(None),
+            // Only a lost shortcut: the config topic is read instead.
+            Err(e @ StateError::Corrupt { .. }) => {
+                tracing::warn!(state_key, error = %e, "config fingerprint is corrupt; reading the config topic");
+                return Ok(None);
+            }
+            Err(e) => return Err(e.into()),
         };
         let field = |k: &str| doc.get(k).cloned().unwrap_or(Value::Null);
         if field("version").as_i64() != Some(STATE_VERSION)

@@ -18,13 +18,19 @@
 //! reset through Connect's REST API) are seen. Cost: the records written since the last slice,
 //! not the topic's history.
 //!
-//! The hint is only a shortcut. It is ignored, with a full read of our partitions instead, when
-//! it is missing, names another topic or partition count, lacks one of our keys, or points past
-//! the end of a partition (the topic was recreated). "Past the end" is tested without trusting
-//! ListOffsets (tansu's trails the real end): when ListOffsets says the end is below X we read
-//! from there and see where partition EOF lands. Java's partitioner decides where a key lives, so
-//! a full read only needs the partitions that hold our keys, and records with other keys are
-//! skipped by comparing raw key bytes, without parsing them.
+//! The hint is only a shortcut. It is ignored, with a full read instead, when it is missing or
+//! corrupt, names another topic or partition count, lacks our keys, or points past the end of a
+//! partition (the topic was recreated). "Past the end" is tested without trusting ListOffsets
+//! (tansu's trails the real end): when ListOffsets says the end is below X we read from there
+//! and see where partition EOF lands. Records with other keys are skipped by comparing raw key
+//! bytes, without parsing them.
+//!
+//! A full read covers **every** partition, as Java's `KafkaOffsetBackingStore` does: writers
+//! place a key by the partition count they see, so after the topic gains partitions a key's
+//! older records sit where its hash no longer points (docs/connect-offsets.md). The hint records
+//! whether that read found every keyed record on its own partition (`"placed": true`); only then
+//! may a key the hint does not cover be read from its own partition alone. A key's latest record
+//! wins; a malformed record that a later one superseded is ignored, as in Java.
 //!
 //! A commit writes only the values that changed, on the partition `murmur2(key) % partitions`
 //! (over the topic's actual partition count), waits for delivery, and moves the hint forward
@@ -151,6 +157,11 @@ struct Tracked {
 struct Hint {
     positions: BTreeMap<i32, i64>,
     values: HashMap<String, Option<i64>>,
+    /// `Some(true)`: a read of every partition found each keyed record on the partition its key
+    /// hashes to over `partition_count`, so a key the hint does not cover can be read from its
+    /// own partition alone. `Some(false)`: the topic gained partitions after some records were
+    /// written. `None`: not known (a hint from before this was recorded).
+    placed: Option<bool>,
 }
 
 /// Source offsets of one task (or one connector's set of partitions).
@@ -171,6 +182,8 @@ pub struct OffsetStore {
     values: BTreeMap<PartitionKey, Option<i64>>,
     /// Offsets-topic partition → position the tracked keys' values are known at.
     positions: BTreeMap<i32, i64>,
+    /// What the last read of every partition found, see [`Hint::placed`].
+    placed: Option<bool>,
 }
 
 impl std::fmt::Debug for OffsetStore {
@@ -213,6 +226,7 @@ impl OffsetStore {
             tracked: BTreeMap::new(),
             values: BTreeMap::new(),
             positions: BTreeMap::new(),
+            placed: None,
         }
     }
 
@@ -270,77 +284,100 @@ impl OffsetStore {
         self.tracked.clear();
         self.values.clear();
         self.positions.clear();
+        self.placed = None;
         let keys: Vec<PartitionKey> = partitions.iter().cloned().map(PartitionKey).collect();
         for k in &keys {
             self.track(k);
         }
         let needed: BTreeSet<i32> = self.tracked.values().map(|t| t.log_partition).collect();
 
-        let hint = match self.state.get(&self.hint_key)? {
-            None => Err("no hint stored".to_string()),
-            Some(v) => self.parse_hint(&v),
-        };
+        let hint = self.read_hint()?;
         let mut records_read = 0;
-        let mut full_read = true;
-        if let Ok(hint) = &hint {
-            // Partitions whose every one of our keys the hint knows start at the hint position.
-            let mut hinted: BTreeMap<i32, i64> = BTreeMap::new();
-            for &p in &needed {
-                let Some(&x) = hint.positions.get(&p) else {
-                    continue;
-                };
-                let all_known = self
-                    .tracked
-                    .values()
-                    .filter(|t| t.log_partition == p)
-                    .all(|t| hint.values.contains_key(&key_string(&t.key)));
-                if all_known {
-                    hinted.insert(p, x);
-                }
-            }
-            if hinted.is_empty() {
-                tracing::info!(
-                    hint = %self.hint_key,
-                    topic = %self.topic(),
-                    "offsets hint does not cover our keys; reading their partitions from the beginning"
-                );
-            } else {
-                // Partitions the hint does not cover are still read from the beginning.
-                full_read = false;
-                match self.read_with_hint(&needed, &hinted, hint).await? {
+        match &hint {
+            Ok(hint) => match self.hinted_partitions(&needed, hint) {
+                Ok(hinted) => match self.read_with_hint(&needed, &hinted, hint).await? {
                     Ok(n) => {
-                        records_read += n;
+                        self.save_hint()?;
+                        return Ok(self.loaded(&keys, false, n));
                     }
                     Err((n, reason)) => {
                         records_read += n;
-                        tracing::info!(
-                            hint = %self.hint_key,
-                            topic = %self.topic(),
-                            %reason,
-                            "offsets hint is invalid; reading our partitions from the beginning"
-                        );
-                        full_read = true;
+                        self.log_full_read("offsets hint is invalid", &reason);
                         self.values.clear();
                         self.positions.clear();
-                        records_read += self.read_from_beginning(&needed, &BTreeMap::new()).await?;
                     }
-                }
-                self.save_hint()?;
-                return Ok(self.loaded(&keys, full_read, records_read));
-            }
-        } else if let Err(reason) = &hint {
-            tracing::info!(
-                hint = %self.hint_key,
-                topic = %self.topic(),
-                %reason,
-                "no usable offsets hint; reading our partitions of the offsets topic from the beginning"
-            );
+                },
+                Err(reason) => self.log_full_read("offsets hint is not enough", &reason),
+            },
+            Err(reason) => self.log_full_read("no usable offsets hint", reason),
         }
-        // A valid hint that does not cover our keys still says how far the log reaches.
+        // A valid hint still says how far the log reaches.
         let min_ends = hint.map(|h| h.positions).unwrap_or_default();
-        records_read += self.read_from_beginning(&needed, &min_ends).await?;
+        records_read += self.read_from_beginning(&min_ends).await?;
         self.save_hint()?;
-        Ok(self.loaded(&keys, full_read, records_read))
+        Ok(self.loaded(&keys, true, records_read))
+    }
+
+    /// The stored hint, `Err(reason)` when there is none or it cannot be used. A corrupt document
+    /// is only a lost shortcut; a store that cannot be read fails the load.
+    fn read_hint(&self) -> Result<Result<Hint, String>, OffsetStoreError> {
+        match self.state.get(&self.hint_key) {
+            Ok(None) => Ok(Err("no hint stored".to_string())),
+            Ok(Some(v)) => Ok(self.parse_hint(&v).inspect_err(|reason| {
+                tracing::warn!(hint = %self.hint_key, %reason, "offsets hint cannot be used; ignoring it");
+            })),
+            Err(e @ StateError::Corrupt { .. }) => {
+                tracing::warn!(hint = %self.hint_key, error = %e, "offsets hint is corrupt; ignoring it");
+                Ok(Err(e.to_string()))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The `needed` partitions the hint covers (it knows every one of our keys on them), with
+    /// its positions there; `Err(reason)` when a read from the beginning is needed instead.
+    /// Partitions it does not cover are read from the beginning beside it only when the hint
+    /// knows that every key sits on its own partition ([`Hint::placed`]).
+    fn hinted_partitions(
+        &self,
+        needed: &BTreeSet<i32>,
+        hint: &Hint,
+    ) -> Result<BTreeMap<i32, i64>, String> {
+        let mut hinted: BTreeMap<i32, i64> = BTreeMap::new();
+        for &p in needed {
+            let Some(&x) = hint.positions.get(&p) else {
+                continue;
+            };
+            let all_known = self
+                .tracked
+                .values()
+                .filter(|t| t.log_partition == p)
+                .all(|t| hint.values.contains_key(&key_string(&t.key)));
+            if all_known {
+                hinted.insert(p, x);
+            }
+        }
+        if hinted.is_empty() {
+            return Err("the hint does not cover our keys".into());
+        }
+        if hinted.len() < needed.len() && hint.placed != Some(true) {
+            return Err(format!(
+                "the hint covers {} of our {} partitions, and whether every key sits on its own \
+                 partition is not known (the topic may have gained partitions)",
+                hinted.len(),
+                needed.len()
+            ));
+        }
+        Ok(hinted)
+    }
+
+    fn log_full_read(&self, what: &str, reason: &str) {
+        tracing::info!(
+            hint = %self.hint_key,
+            topic = %self.topic(),
+            %reason,
+            "{what}; reading every partition of the offsets topic from the beginning"
+        );
     }
 
     fn loaded(&self, keys: &[PartitionKey], full_read: bool, records_read: usize) -> LoadedOffsets {
@@ -360,19 +397,22 @@ impl OffsetStore {
         }
     }
 
-    /// Reads `needed` partitions of the offsets topic from the beginning, replacing what we know.
+    /// Reads every partition of the offsets topic from the beginning, replacing what we know.
+    /// Every partition, as Java does: a key's records stay where they were written when the
+    /// topic gains partitions, while its hash now points elsewhere.
     /// `min_ends`: positions the log is known to reach (a valid hint's), read at least that far.
     async fn read_from_beginning(
         &mut self,
-        needed: &BTreeSet<i32>,
         min_ends: &BTreeMap<i32, i64>,
     ) -> Result<usize, OffsetStoreError> {
         for k in self.tracked.keys() {
             self.values.insert(k.clone(), None);
         }
-        let starts: BTreeMap<i32, i64> = needed.iter().map(|&p| (p, BEGINNING)).collect();
-        let apply_from: BTreeMap<i32, i64> = needed.iter().map(|&p| (p, 0)).collect();
-        let (n, ends) = self.replay(&starts, &apply_from, min_ends).await?;
+        let starts: BTreeMap<i32, i64> = (0..self.partitions).map(|p| (p, BEGINNING)).collect();
+        let apply_from: BTreeMap<i32, i64> = (0..self.partitions).map(|p| (p, 0)).collect();
+        let (n, ends) = self
+            .replay(&starts, &apply_from, min_ends, Scope::AllPartitions)
+            .await?;
         self.positions = ends;
         Ok(n)
     }
@@ -429,7 +469,9 @@ impl OffsetStore {
         // there: the log reaches them. Read at least that far, even from a broker that serves
         // records a moment after acknowledging them (a shorter read would look like a recreated
         // topic below, or miss the last commit).
-        let (n, ends) = self.replay(&starts, &apply_from, &hint.positions).await?;
+        let (n, ends) = self
+            .replay(&starts, &apply_from, &hint.positions, Scope::Placement)
+            .await?;
         for (p, x) in verify {
             let end = ends.get(&p).copied().unwrap_or(0);
             if end < x {
@@ -443,57 +485,95 @@ impl OffsetStore {
             }
         }
         self.positions = ends;
+        self.placed = hint.placed;
         Ok(Ok(n))
     }
 
     /// Reads from `starts`, applying records of our keys at or after `apply_from`. Returns the
-    /// number of records received and each partition's end.
+    /// number of records received and each partition's end. With [`Scope::AllPartitions`] a
+    /// key's records are taken from any partition and `self.placed` is set (see [`Hint`]); with
+    /// [`Scope::Placement`] only from the partition its hash places it on.
     async fn replay(
         &mut self,
         starts: &BTreeMap<i32, i64>,
         apply_from: &BTreeMap<i32, i64>,
         min_ends: &BTreeMap<i32, i64>,
+        scope: Scope,
     ) -> Result<(usize, BTreeMap<i32, i64>), OffsetStoreError> {
-        let by_key: HashMap<&[u8], &PartitionKey> = self
+        let by_key: HashMap<&[u8], (&PartitionKey, i32)> = self
             .tracked
             .iter()
-            .map(|(k, t)| (t.key.as_slice(), k))
+            .map(|(k, t)| (t.key.as_slice(), (k, t.log_partition)))
             .collect();
+        let partitions = self.partitions;
         let mut n = 0usize;
-        let mut updates: Vec<(PartitionKey, Option<i64>)> = Vec::new();
-        let mut bad: Option<OffsetStoreError> = None;
-        let topic = self.log.topic().to_string();
+        let mut misplaced = 0usize;
+        // Per key, the last record seen on each partition (records arrive in offset order).
+        let mut seen: HashMap<PartitionKey, BTreeMap<i32, Seen>> = HashMap::new();
         let ends = self
             .log
             .read_to_at_least_with(starts, min_ends, self.read_timeout, |r| {
                 n += 1;
                 let Some(key) = r.key else { return };
-                let Some(k) = by_key.get(key) else { return };
-                if r.offset < apply_from.get(&r.partition).copied().unwrap_or(0) {
+                if scope == Scope::AllPartitions
+                    && offsets_partition(key, partitions) != r.partition
+                {
+                    misplaced += 1;
+                }
+                let Some(&(k, placement)) = by_key.get(key) else {
+                    return;
+                };
+                if r.offset < apply_from.get(&r.partition).copied().unwrap_or(0)
+                    || (scope == Scope::Placement && r.partition != placement)
+                {
                     return;
                 }
-                match decode_value(r.value) {
-                    Ok(v) => updates.push(((*k).clone(), v)),
-                    Err(source) => {
-                        if bad.is_none() {
-                            bad = Some(OffsetStoreError::BadValue {
-                                topic: topic.clone(),
-                                partition: r.partition,
-                                offset: r.offset,
-                                key: display_key(key),
-                                source,
-                            });
-                        }
-                    }
-                }
+                seen.entry(k.clone()).or_default().insert(
+                    r.partition,
+                    Seen {
+                        offset: r.offset,
+                        timestamp: r.timestamp,
+                        value: r.value.map(<[u8]>::to_vec),
+                    },
+                );
             })
             .await?;
-        if let Some(e) = bad {
-            return Err(e);
+        if scope == Scope::AllPartitions {
+            self.placed = Some(misplaced == 0);
+            if misplaced > 0 {
+                tracing::warn!(
+                    topic = %self.topic(),
+                    partitions,
+                    misplaced,
+                    "offsets topic has records off the partition their key hashes to: it gained \
+                     partitions after they were written; our offsets are read from every partition"
+                );
+            }
         }
-        // In log order per partition, and a key lives on one partition: last write wins.
-        for (k, v) in updates {
-            self.values.insert(k, v);
+        for (k, by_partition) in seen {
+            let placement = self.tracked[&k].log_partition;
+            let (p, last) = latest_write(&by_partition, placement);
+            if p != placement {
+                tracing::warn!(
+                    topic = %self.topic(),
+                    key = %display_key(&self.tracked[&k].key),
+                    partition = p,
+                    offset = last.offset,
+                    placement,
+                    "stored offset found only off its key's partition (written before the topic \
+                     gained partitions); using it"
+                );
+            }
+            let value = decode_value(last.value.as_deref()).map_err(|source| {
+                OffsetStoreError::BadValue {
+                    topic: self.topic().to_string(),
+                    partition: p,
+                    offset: last.offset,
+                    key: display_key(&self.tracked[&k].key),
+                    source,
+                }
+            })?;
+            self.values.insert(k, value);
         }
         Ok((n, ends))
     }
@@ -600,6 +680,7 @@ impl OffsetStore {
             };
             hint.values.insert(k.clone(), v);
         }
+        hint.placed = obj.get("placed").and_then(Value::as_bool);
         Ok(hint)
     }
 
@@ -620,7 +701,7 @@ impl OffsetStore {
                     .map(|v| (key_string(&t.key), v.map_or(Value::Null, |v| json!(v))))
             })
             .collect();
-        let doc = json!({
+        let mut doc = json!({
             "version": HINT_VERSION,
             "topic": self.topic(),
             "partition_count": self.partitions,
@@ -628,6 +709,9 @@ impl OffsetStore {
             "positions": positions,
             "values": values,
         });
+        if let Some(placed) = self.placed {
+            doc["placed"] = json!(placed);
+        }
         // An idle slice finds the hint it read: no write (a round trip on DynamoDB).
         if self.state.get(&self.hint_key).ok().flatten().as_ref() == Some(&doc) {
             return Ok(());
@@ -656,6 +740,37 @@ impl OffsetStore {
 /// Our keys are JSON text, so UTF-8; the hint keeps them as strings.
 fn key_string(key: &[u8]) -> String {
     String::from_utf8_lossy(key).into_owned()
+}
+
+/// Which offsets-topic records of our keys a [`OffsetStore::replay`] applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Only those on the partition the key hashes to over today's partition count.
+    Placement,
+    /// Those on any partition, as Java's `KafkaOffsetBackingStore` reads them.
+    AllPartitions,
+}
+
+/// The last record of one of our keys on one offsets-topic partition.
+#[derive(Debug)]
+struct Seen {
+    offset: i64,
+    timestamp: Option<i64>,
+    value: Option<Vec<u8>>,
+}
+
+/// The partition holding a key's latest write. Writers place a key by the partition count they
+/// see, so once the topic has gained partitions its newer records are on today's placement;
+/// records elsewhere were written before, and among those the latest timestamp wins.
+fn latest_write(by_partition: &BTreeMap<i32, Seen>, placement: i32) -> (i32, &Seen) {
+    if let Some(s) = by_partition.get(&placement) {
+        return (placement, s);
+    }
+    by_partition
+        .iter()
+        .max_by_key(|(p, s)| (s.timestamp, **p))
+        .map(|(p, s)| (*p, s))
+        .expect("a key is only recorded with a record")
 }
 
 #[cfg(test)]
@@ -791,6 +906,103 @@ mod tests {
         assert_eq!(h.positions[&pa], if pa == pb { 9 } else { 7 });
         assert_eq!(h.values[&key_string(&s.tracked[&a].key)], Some(41));
         assert_eq!(h.values[&key_string(&s.tracked[&b].key)], None);
+    }
+
+    fn seen(offset: i64, timestamp: i64) -> Seen {
+        Seen {
+            offset,
+            timestamp: Some(timestamp),
+            value: None,
+        }
+    }
+
+    // After the topic gains partitions, writers use the key's new partition: its record is the
+    // newest whatever the clocks say; among older partitions the latest timestamp wins.
+    #[test]
+    fn latest_write_prefers_the_placement_then_the_latest_timestamp() {
+        let by_partition = BTreeMap::from([(3, seen(10, 500)), (7, seen(2, 100))]);
+        assert_eq!(latest_write(&by_partition, 7).0, 7);
+        assert_eq!(latest_write(&by_partition, 9).0, 3);
+        let by_partition = BTreeMap::from([(3, seen(10, 100)), (5, seen(2, 900))]);
+        let (p, s) = latest_write(&by_partition, 9);
+        assert_eq!((p, s.offset), (5, 2));
+    }
+
+    #[test]
+    fn placed_round_trips_and_decides_whether_uncovered_keys_need_a_full_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let state: Arc<dyn StateStore> = Arc::new(LocalStateStore::new(dir.path()));
+        let mut s = store(state.clone());
+        let a = PartitionKey::source("A", "t1", 0);
+        s.track(&a);
+        let pa = s.tracked[&a].log_partition;
+        s.values.insert(a.clone(), Some(41));
+        s.positions.insert(pa, 7);
+        s.save_hint().unwrap();
+        let unknown = s.parse_hint(&state.get(&s.hint_key).unwrap().unwrap());
+        assert_eq!(unknown.unwrap().placed, None, "not recorded: unknown");
+        s.placed = Some(true);
+        s.save_hint().unwrap();
+        let hint = s
+            .parse_hint(&state.get(&s.hint_key).unwrap().unwrap())
+            .unwrap();
+        assert_eq!(hint.placed, Some(true));
+
+        // A second key on another partition, unknown to the hint.
+        let b = (1..100)
+            .map(|p| PartitionKey::source("A", "t1", p))
+            .find(|k| s.placement(&k.0).1 != pa)
+            .unwrap();
+        s.track(&b);
+        let needed: BTreeSet<i32> = s.tracked.values().map(|t| t.log_partition).collect();
+        assert_eq!(
+            s.hinted_partitions(&needed, &hint).unwrap(),
+            BTreeMap::from([(pa, 7)])
+        );
+        let unplaced = Hint {
+            placed: Some(false),
+            ..s.parse_hint(&state.get(&s.hint_key).unwrap().unwrap())
+                .unwrap()
+        };
+        let reason = s.hinted_partitions(&needed, &unplaced).unwrap_err();
+        assert!(reason.contains("covers 1 of our 2 partitions"), "{reason}");
+    }
+
+    /// A state store whose every document is corrupt, or unreachable.
+    struct Unreadable {
+        corrupt: bool,
+    }
+
+    impl StateStore for Unreadable {
+        fn get(&self, key: &str) -> Result<Option<Value>, StateError> {
+            Err(match self.corrupt {
+                true => StateError::Corrupt {
+                    key: key.into(),
+                    source: serde_json::from_str::<Value>("{\"positions\":").unwrap_err(),
+                },
+                false => StateError::Backend {
+                    key: key.into(),
+                    message: "table unreachable".into(),
+                },
+            })
+        }
+        fn put(&self, _: &str, _: &Value) -> Result<(), StateError> {
+            Ok(())
+        }
+    }
+
+    // A corrupt hint is a lost shortcut (read everything instead); a store that cannot answer
+    // is an error, since the hint could not be saved either.
+    #[test]
+    fn a_corrupt_hint_is_ignored_but_an_unreachable_store_fails() {
+        let s = store(Arc::new(Unreadable { corrupt: true }));
+        let reason = s.read_hint().unwrap().unwrap_err();
+        assert!(reason.contains("offsets-hint"), "{reason}");
+        let s = store(Arc::new(Unreadable { corrupt: false }));
+        assert!(matches!(
+            s.read_hint(),
+            Err(OffsetStoreError::State(StateError::Backend { .. }))
+        ));
     }
 
     #[test]

@@ -60,6 +60,8 @@ pub struct RecordRef<'a> {
     pub offset: i64,
     pub key: Option<&'a [u8]>,
     pub value: Option<&'a [u8]>,
+    /// The record's timestamp (ms), when it has one.
+    pub timestamp: Option<i64>,
 }
 
 impl RecordRef<'_> {
@@ -534,6 +536,7 @@ where
                         offset: m.offset(),
                         key: m.key(),
                         value: m.payload(),
+                        timestamp: m.timestamp().to_millis(),
                     });
                 }
             }

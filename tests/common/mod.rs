@@ -633,20 +633,77 @@ pub async fn consume_count_quick(bootstrap: &str, topic: &str, partitions: i32) 
 /// Whether any partition of `topic` has records (cheap: watermarks only). False when the topic
 /// does not exist yet.
 pub async fn has_records(bootstrap: &str, topic: &str, partitions: i32) -> bool {
+    high_watermarks(bootstrap, topic, partitions).await > 0
+}
+
+/// The sum of `topic`'s high watermarks (cheap; on tansu it may trail the log end), 0 when the
+/// topic does not exist yet. For polling progress while another process or task writes.
+pub async fn high_watermarks(bootstrap: &str, topic: &str, partitions: i32) -> i64 {
     let (bootstrap, topic) = (bootstrap.to_string(), topic.to_string());
     blocking(move || {
         if partition_count(&bootstrap, &topic).is_none() {
-            return false;
+            return 0;
         }
         let consumer: BaseConsumer = client_config(&bootstrap).create().expect("client");
-        (0..partitions).any(|p| {
-            consumer
-                .fetch_watermarks(&topic, p, REQUEST_TIMEOUT)
-                .map(|(_, high)| high > 0)
-                .unwrap_or(false)
-        })
+        (0..partitions)
+            .map(|p| {
+                consumer
+                    .fetch_watermarks(&topic, p, REQUEST_TIMEOUT)
+                    .map_or(0, |(_, high)| high)
+            })
+            .sum()
     })
     .await
+}
+
+/// A client watching `topic`'s high watermarks, connected before the writer it watches starts,
+/// so that a test reacts to the writer's progress within a millisecond or two.
+pub struct WatermarkWatch {
+    consumer: BaseConsumer,
+    topic: String,
+    partitions: i32,
+}
+
+impl WatermarkWatch {
+    pub async fn new(bootstrap: &str, topic: &str, partitions: i32) -> Self {
+        let (bootstrap, topic) = (bootstrap.to_string(), topic.to_string());
+        blocking(move || {
+            let consumer: BaseConsumer = client_config(&bootstrap).create().expect("client");
+            let watch = WatermarkWatch {
+                consumer,
+                topic,
+                partitions,
+            };
+            watch.sum();
+            watch
+        })
+        .await
+    }
+
+    fn sum(&self) -> i64 {
+        (0..self.partitions)
+            .map(|p| {
+                self.consumer
+                    .fetch_watermarks(&self.topic, p, REQUEST_TIMEOUT)
+                    .map_or(0, |(_, high)| high)
+            })
+            .sum()
+    }
+
+    /// Waits until the high watermarks add up to `at_least`; false if `give_up` passes first.
+    pub async fn wait_for(self, at_least: i64, give_up: Duration) -> bool {
+        blocking(move || {
+            let since = Instant::now();
+            while since.elapsed() < give_up {
+                if self.sum() >= at_least {
+                    return true;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            false
+        })
+        .await
+    }
 }
 
 /// The `mm2.properties` body of a test flow `source->target` between the stack's clusters A
