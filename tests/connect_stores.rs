@@ -341,6 +341,12 @@ fn src(topic: &str, partition: i32) -> SourcePartition {
     }
 }
 
+/// Where Connect puts `sp`'s offsets record on the offsets topic of `partitions` partitions.
+fn placed(sp: &SourcePartition, partitions: i32) -> (i32, Vec<u8>) {
+    let key = sp.key_bytes("MirrorSourceConnector");
+    (offsets_partition(&key, partitions), key)
+}
+
 struct OffsetsFixture {
     bootstrap: String,
     topic: String,
@@ -375,6 +381,14 @@ impl OffsetsFixture {
             "A->B/MirrorSourceConnector/0/offsets-hint",
         )
         .with_read_timeout(READ_TIMEOUT)
+    }
+
+    /// Loads `parts` and commits [`offsets_of`]`(parts, base)` with the fixture's state, so the
+    /// next load from it has a hint.
+    async fn committed(&self, parts: &[SourcePartition], base: i64) {
+        let mut store = self.store(self.state.clone());
+        store.load(parts).await.unwrap();
+        store.commit(&offsets_of(parts, base)).await.unwrap();
     }
 
     /// A store with its own empty state: no hint, so a full read.
@@ -534,18 +548,11 @@ async fn hint_past_the_end_of_a_recreated_topic_falls_back_to_a_full_read() {
 async fn records_written_by_others_after_the_hint_are_seen_and_tombstones_delete() {
     let f = OffsetsFixture::new().await;
     let parts: Vec<SourcePartition> = (0..3).map(|p| src("shared", p)).collect();
-    let mut store = f.store(f.state.clone());
-    store.load(&parts).await.unwrap();
-    store.commit(&offsets_of(&parts, 100)).await.unwrap();
+    f.committed(&parts, 100).await;
 
     let log = props(&f.bootstrap);
-    let place = |sp: &SourcePartition| {
-        let k = sp.key_bytes("MirrorSourceConnector");
-        (offsets_partition(&k, f.partitions), k)
-    };
-    // "Java MM2" moves partition 1 on; someone deletes partition 2's offset.
-    let (p1, k1) = place(&parts[1]);
-    let (p2, k2) = place(&parts[2]);
+    let (p1, k1) = placed(&parts[1], f.partitions);
+    let (p2, k2) = placed(&parts[2], f.partitions);
     internal_log::append(
         &log,
         &f.topic,
@@ -633,12 +640,6 @@ async fn a_write_by_others_between_load_and_commit_is_not_skipped() {
     );
 }
 
-/// Where Connect puts `sp`'s offsets record on the offsets topic of `partitions` partitions.
-fn placed(sp: &SourcePartition, partitions: i32) -> (i32, Vec<u8>) {
-    let key = sp.key_bytes("MirrorSourceConnector");
-    (offsets_partition(&key, partitions), key)
-}
-
 // Java keeps only a key's latest record: a malformed one that a valid one superseded is
 // history, not an error, with or without a hint. A malformed latest one fails the load and is
 // named (Java would log it and start the partition over).
@@ -646,9 +647,7 @@ fn placed(sp: &SourcePartition, partitions: i32) -> (i32, Vec<u8>) {
 async fn a_superseded_malformed_offset_is_ignored_and_a_malformed_latest_one_is_named() {
     let f = OffsetsFixture::new().await;
     let parts: Vec<SourcePartition> = (0..2).map(|p| src("malformed", p)).collect();
-    let mut store = f.store(f.state.clone());
-    store.load(&parts).await.unwrap();
-    store.commit(&offsets_of(&parts, 10)).await.unwrap();
+    f.committed(&parts, 10).await;
 
     let log = props(&f.bootstrap);
     let (p0, k0) = placed(&parts[0], f.partitions);
@@ -713,9 +712,7 @@ impl StateStore for CorruptHints {
 async fn a_corrupt_hint_falls_back_to_a_full_read_and_is_rewritten() {
     let f = OffsetsFixture::new().await;
     let parts: Vec<SourcePartition> = (0..3).map(|p| src("corrupt-hint", p)).collect();
-    let mut store = f.store(f.state.clone());
-    store.load(&parts).await.unwrap();
-    store.commit(&offsets_of(&parts, 30)).await.unwrap();
+    f.committed(&parts, 30).await;
 
     let corrupt: Arc<dyn StateStore> = Arc::new(CorruptHints(f.state.clone()));
     let loaded = f.store(corrupt).load(&parts).await.unwrap();

@@ -243,7 +243,6 @@ async fn copy_until_the_lease_ends(
     mut hooks: MemoryHooks,
     flush_interval: Duration,
 ) -> (TaskOutcome, MemoryHooks, Vec<common::ConsumedRecord>) {
-    let end_lease = hooks.end_lease.clone();
     let stack = common::stack();
     let source = common::unique(prefix);
     let remote = format!("A.{source}");
@@ -264,8 +263,11 @@ async fn copy_until_the_lease_ends(
     common::produce(&stack.a, &source, &data).await;
     let mut s = spec(&source, &remote, partitions, &hooks.offsets);
     s.flush_interval = flush_interval;
-    let watch = match &end_lease {
-        Some(_) => Some(common::WatermarkWatch::new(&stack.b, &remote, partitions).await),
+    let watch = match hooks.end_lease.clone() {
+        Some(flag) => Some((
+            flag,
+            common::WatermarkWatch::new(&stack.b, &remote, partitions).await,
+        )),
         None => None,
     };
     let task = tokio::task::spawn_blocking(move || {
@@ -273,7 +275,7 @@ async fn copy_until_the_lease_ends(
         hooks.returned_at = Some(Instant::now());
         (o, hooks)
     });
-    if let (Some(end_lease), Some(watch)) = (end_lease, watch) {
+    if let Some((end_lease, watch)) = watch {
         // Mid-copy whatever the machine's speed: once the target holds LEASE_AFTER records.
         if watch.wait_for(LEASE_AFTER, Duration::from_secs(30)).await {
             end_lease.store(true, Ordering::SeqCst);

@@ -291,11 +291,12 @@ impl OffsetStore {
         }
         let needed: BTreeSet<i32> = self.tracked.values().map(|t| t.log_partition).collect();
 
-        let hint = self.read_hint()?;
         let mut records_read = 0;
-        match &hint {
-            Ok(hint) => match self.hinted_partitions(&needed, hint) {
-                Ok(hinted) => match self.read_with_hint(&needed, &hinted, hint).await? {
+        // How far the log is known to reach: a valid hint's positions, unless it was found to
+        // point past the end (a recreated topic: waiting for those positions would be in vain).
+        let min_ends = match self.read_hint()? {
+            Ok(hint) => match self.hinted_partitions(&needed, &hint) {
+                Ok(hinted) => match self.read_with_hint(&needed, &hinted, &hint).await? {
                     Ok(n) => {
                         self.save_hint()?;
                         return Ok(self.loaded(&keys, false, n));
@@ -305,14 +306,19 @@ impl OffsetStore {
                         self.log_full_read("offsets hint is invalid", &reason);
                         self.values.clear();
                         self.positions.clear();
+                        BTreeMap::new()
                     }
                 },
-                Err(reason) => self.log_full_read("offsets hint is not enough", &reason),
+                Err(reason) => {
+                    self.log_full_read("offsets hint is not enough", &reason);
+                    hint.positions
+                }
             },
-            Err(reason) => self.log_full_read("no usable offsets hint", reason),
-        }
-        // A valid hint still says how far the log reaches.
-        let min_ends = hint.map(|h| h.positions).unwrap_or_default();
+            Err(reason) => {
+                self.log_full_read("no usable offsets hint", &reason);
+                BTreeMap::new()
+            }
+        };
         records_read += self.read_from_beginning(&min_ends).await?;
         self.save_hint()?;
         Ok(self.loaded(&keys, true, records_read))
@@ -796,6 +802,12 @@ mod tests {
         })
     }
 
+    /// The hint `s` saved, parsed back.
+    fn saved_hint(s: &OffsetStore) -> Hint {
+        let doc = s.state.get(&s.hint_key).unwrap().expect("a saved hint");
+        s.parse_hint(&doc).unwrap()
+    }
+
     /// A state store whose writes all fail: as a stalled table (`fenced: false`) or as a
     /// successor's newer fencing token (`fenced: true`).
     struct Refusing {
@@ -900,9 +912,7 @@ mod tests {
         s.positions.insert(pa, 7);
         s.positions.insert(pb, 9);
         s.save_hint().unwrap();
-        let h = s
-            .parse_hint(&state.get(&s.hint_key).unwrap().unwrap())
-            .unwrap();
+        let h = saved_hint(&s);
         assert_eq!(h.positions[&pa], if pa == pb { 9 } else { 7 });
         assert_eq!(h.values[&key_string(&s.tracked[&a].key)], Some(41));
         assert_eq!(h.values[&key_string(&s.tracked[&b].key)], None);
@@ -931,21 +941,17 @@ mod tests {
     #[test]
     fn placed_round_trips_and_decides_whether_uncovered_keys_need_a_full_read() {
         let dir = tempfile::tempdir().unwrap();
-        let state: Arc<dyn StateStore> = Arc::new(LocalStateStore::new(dir.path()));
-        let mut s = store(state.clone());
+        let mut s = store(Arc::new(LocalStateStore::new(dir.path())));
         let a = PartitionKey::source("A", "t1", 0);
         s.track(&a);
         let pa = s.tracked[&a].log_partition;
         s.values.insert(a.clone(), Some(41));
         s.positions.insert(pa, 7);
         s.save_hint().unwrap();
-        let unknown = s.parse_hint(&state.get(&s.hint_key).unwrap().unwrap());
-        assert_eq!(unknown.unwrap().placed, None, "not recorded: unknown");
+        assert_eq!(saved_hint(&s).placed, None, "not recorded: unknown");
         s.placed = Some(true);
         s.save_hint().unwrap();
-        let hint = s
-            .parse_hint(&state.get(&s.hint_key).unwrap().unwrap())
-            .unwrap();
+        let hint = saved_hint(&s);
         assert_eq!(hint.placed, Some(true));
 
         // A second key on another partition, unknown to the hint.
@@ -961,8 +967,7 @@ mod tests {
         );
         let unplaced = Hint {
             placed: Some(false),
-            ..s.parse_hint(&state.get(&s.hint_key).unwrap().unwrap())
-                .unwrap()
+            ..saved_hint(&s)
         };
         let reason = s.hinted_partitions(&needed, &unplaced).unwrap_err();
         assert!(reason.contains("covers 1 of our 2 partitions"), "{reason}");

@@ -633,31 +633,17 @@ pub async fn consume_count_quick(bootstrap: &str, topic: &str, partitions: i32) 
 /// Whether any partition of `topic` has records (cheap: watermarks only). False when the topic
 /// does not exist yet.
 pub async fn has_records(bootstrap: &str, topic: &str, partitions: i32) -> bool {
-    high_watermarks(bootstrap, topic, partitions).await > 0
-}
-
-/// The sum of `topic`'s high watermarks (cheap; on tansu it may trail the log end), 0 when the
-/// topic does not exist yet. For polling progress while another process or task writes.
-pub async fn high_watermarks(bootstrap: &str, topic: &str, partitions: i32) -> i64 {
     let (bootstrap, topic) = (bootstrap.to_string(), topic.to_string());
     blocking(move || {
-        if partition_count(&bootstrap, &topic).is_none() {
-            return 0;
-        }
-        let consumer: BaseConsumer = client_config(&bootstrap).create().expect("client");
-        (0..partitions)
-            .map(|p| {
-                consumer
-                    .fetch_watermarks(&topic, p, REQUEST_TIMEOUT)
-                    .map_or(0, |(_, high)| high)
-            })
-            .sum()
+        partition_count(&bootstrap, &topic).is_some()
+            && WatermarkWatch::connect(&bootstrap, &topic, partitions).sum() > 0
     })
     .await
 }
 
-/// A client watching `topic`'s high watermarks, connected before the writer it watches starts,
-/// so that a test reacts to the writer's progress within a millisecond or two.
+/// A client watching `topic`'s high watermarks (on tansu they may trail the log end). Made
+/// before the writer it watches starts, a test reacts to the writer's progress within a
+/// millisecond or two.
 pub struct WatermarkWatch {
     consumer: BaseConsumer,
     topic: String,
@@ -665,21 +651,27 @@ pub struct WatermarkWatch {
 }
 
 impl WatermarkWatch {
+    /// The client; it connects on first use. Blocking.
+    fn connect(bootstrap: &str, topic: &str, partitions: i32) -> Self {
+        WatermarkWatch {
+            consumer: client_config(bootstrap).create().expect("client"),
+            topic: topic.to_string(),
+            partitions,
+        }
+    }
+
+    /// Connected, with the topic's leaders known (one round of requests done).
     pub async fn new(bootstrap: &str, topic: &str, partitions: i32) -> Self {
         let (bootstrap, topic) = (bootstrap.to_string(), topic.to_string());
         blocking(move || {
-            let consumer: BaseConsumer = client_config(&bootstrap).create().expect("client");
-            let watch = WatermarkWatch {
-                consumer,
-                topic,
-                partitions,
-            };
+            let watch = WatermarkWatch::connect(&bootstrap, &topic, partitions);
             watch.sum();
             watch
         })
         .await
     }
 
+    /// The sum of the high watermarks; a partition that does not answer counts 0. Blocking.
     fn sum(&self) -> i64 {
         (0..self.partitions)
             .map(|p| {
