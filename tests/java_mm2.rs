@@ -385,11 +385,9 @@ const JAVA_LIMIT: Duration = Duration::from_secs(120);
 /// Java's checkpoints as Java does, and our checkpoint task translates from Java's offset syncs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mirrorslice_takes_over_from_a_killed_java_mm2_and_reads_what_it_wrote() {
-    let stack = stack();
-    if !stack.is_kafka() {
-        eprintln!("skipped on tansu: Java MirrorMaker runs against Apache Kafka only");
+    let Some(stack) = common::kafka_only("Java MirrorMaker runs against Apache Kafka only") else {
         return;
-    }
+    };
     let flow = Flow::new();
     let (topic, audit) = (flow.topic(), flow.other_topic());
     create_topic(&stack.a, &topic, PARTITIONS, &[]).await;
@@ -527,11 +525,9 @@ fn java_errors_are_none(java: &JavaMirrorMaker) -> bool {
 /// statuses Java wrote.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn java_mm2_takes_over_from_mirrorslice_and_reads_what_it_wrote() {
-    let stack = stack();
-    if !stack.is_kafka() {
-        eprintln!("skipped on tansu: Java MirrorMaker runs against Apache Kafka only");
+    let Some(stack) = common::kafka_only("Java MirrorMaker runs against Apache Kafka only") else {
         return;
-    }
+    };
     // A cluster A of this test's own: the reverse pair below emits into A's `heartbeats`, which
     // every other flow from the shared A would then copy.
     let cluster_a = tokio::task::spawn_blocking(PrivateServer::kafka)

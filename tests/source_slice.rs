@@ -343,11 +343,9 @@ async fn recreated_source_topic_with_fewer_records_fails_naming_the_topic() {
 // DeleteRecords and no retention.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_deleted_before_they_were_copied_are_a_gap_that_fails_or_is_skipped() {
-    let stack = common::stack();
-    if !stack.is_kafka() {
-        eprintln!("skipped on tansu: it has no DeleteRecords");
+    let Some(stack) = common::kafka_only("it has no DeleteRecords") else {
         return;
-    }
+    };
     let flow = Flow::new("ret", "");
     let topic = format!("ret-{}", flow.source);
     common::create_topic(&stack.a, &topic, 1, &[]).await;
@@ -384,11 +382,9 @@ async fn records_deleted_before_they_were_copied_are_a_gap_that_fails_or_is_skip
 // Kafka only: tansu has no CreatePartitions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_source_topic_grown_between_slices_is_grown_on_the_target_and_copied() {
-    let stack = common::stack();
-    if !stack.is_kafka() {
-        eprintln!("skipped on tansu: it has no CreatePartitions");
+    let Some(stack) = common::kafka_only("it has no CreatePartitions") else {
         return;
-    }
+    };
     let flow = Flow::new("grow", "");
     let topic = format!("grow-{}", flow.source);
     common::create_topic(&stack.a, &topic, 1, &[]).await;
@@ -416,11 +412,9 @@ async fn a_source_topic_grown_between_slices_is_grown_on_the_target_and_copied()
 // and the slice ends caught up at the upstream end, so the next slice copies nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upstream_transactions_are_copied_per_isolation_level_and_the_slice_ends_caught_up() {
-    let stack = common::stack();
-    if !stack.is_kafka() {
-        eprintln!("skipped on tansu: its fetch responses list no aborted transactions");
+    let Some(stack) = common::kafka_only("its fetch responses list no aborted transactions") else {
         return;
-    }
+    };
     for (isolation, aborted_copied) in [("read_uncommitted", true), ("read_committed", false)] {
         let flow = Flow::new("txn", "");
         if isolation == "read_committed" {
@@ -501,11 +495,9 @@ fn produce_in_transaction(bootstrap: &str, topic: &str, tag: &str, commit: bool)
 // "out of range", the partition stalled silently until the deadline and the slice exited 0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retention_gap_opening_mid_slice_is_failed_or_skipped_at_once() {
-    let stack = common::stack();
-    if !stack.is_kafka() {
-        eprintln!("skipped on tansu: it has no DeleteRecords");
+    let Some(stack) = common::kafka_only("it has no DeleteRecords") else {
         return;
-    }
+    };
     for on_gap in ["fail", "skip"] {
         let flow = Flow::new("midgap", &format!("mirrorslice.on.gap = {on_gap}\n"));
         // One record per produce request: a copy slow enough for the gap to open mid-slice.

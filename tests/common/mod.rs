@@ -167,6 +167,17 @@ pub fn stack() -> &'static Stack {
     })
 }
 
+/// The stack if its brokers are Apache Kafka; on tansu `None`, after saying why the calling
+/// test is skipped there (`why`: what tansu lacks).
+pub fn kafka_only(why: &str) -> Option<&'static Stack> {
+    let stack = stack();
+    if !stack.is_kafka() {
+        eprintln!("skipped on tansu: {why}");
+        return None;
+    }
+    Some(stack)
+}
+
 /// A name no other test (in this or a parallel test process, or an earlier run against the
 /// same brokers) uses: `prefix-<pid>-<counter>-<time>`. Only `[a-zA-Z0-9-]` are added, so the
 /// result is a legal topic, group and table name, and contains no `.` that MM2's default
