@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::faults::Watermarks;
 use common::TestRecord;
 use mirrorslice::config::Props;
 use mirrorslice::connectors::source::task::{
@@ -263,11 +264,18 @@ async fn copy_until_the_lease_ends(
     common::produce(&stack.a, &source, &data).await;
     let mut s = spec(&source, &remote, partitions, &hooks.offsets);
     s.flush_interval = flush_interval;
+    // Connected before the task starts, so that the lease ends within milliseconds of the
+    // target holding LEASE_AFTER records: mid-copy whatever the machine's speed.
     let watch = match hooks.end_lease.clone() {
-        Some(flag) => Some((
-            flag,
-            common::WatermarkWatch::new(&stack.b, &remote, partitions).await,
-        )),
+        Some(flag) => {
+            let (b, r) = (stack.b.clone(), remote.clone());
+            let watcher = tokio::task::spawn_blocking(move || {
+                let w = Watermarks::new(&b);
+                w.total(&r, partitions);
+                w
+            });
+            Some((flag, watcher.await.unwrap()))
+        }
         None => None,
     };
     let task = tokio::task::spawn_blocking(move || {
@@ -275,9 +283,12 @@ async fn copy_until_the_lease_ends(
         hooks.returned_at = Some(Instant::now());
         (o, hooks)
     });
-    if let Some((end_lease, watch)) = watch {
-        // Mid-copy whatever the machine's speed: once the target holds LEASE_AFTER records.
-        if watch.wait_for(LEASE_AFTER, Duration::from_secs(30)).await {
+    if let Some((end_lease, w)) = watch {
+        let r = remote.clone();
+        let limit = Duration::from_secs(30);
+        let reached =
+            tokio::task::spawn_blocking(move || w.wait_for(&r, partitions, LEASE_AFTER, limit));
+        if reached.await.unwrap() {
             end_lease.store(true, Ordering::SeqCst);
         }
     }

@@ -59,18 +59,9 @@ pub fn wait_for_copied(bootstrap: &str, topic: &str, partitions: i32, at_least: 
         );
         std::thread::sleep(Duration::from_millis(5));
     }
-    let watcher = Watermarks::new(bootstrap);
-    loop {
-        let copied = watcher.total(topic, partitions);
-        if copied >= at_least {
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "{copied} copied after 60 s"
-        );
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    let reached =
+        Watermarks::new(bootstrap).wait_for(topic, partitions, at_least, Duration::from_secs(60));
+    assert!(reached, "{topic} below {at_least} records after 60 s");
 }
 
 /// Reads a topic's high watermarks (cheap requests, not a read of the records).
@@ -96,6 +87,20 @@ impl Watermarks {
             })
             .map(|(_, high)| high)
             .sum()
+    }
+
+    /// Polls [`Watermarks::total`] every 2 ms until it reaches `at_least`; false after `limit`.
+    /// A watcher that has asked once already is connected: it sees a writer's progress within
+    /// a few milliseconds.
+    pub fn wait_for(&self, topic: &str, partitions: i32, at_least: i64, limit: Duration) -> bool {
+        let started = Instant::now();
+        while started.elapsed() < limit {
+            if self.total(topic, partitions) >= at_least {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        false
     }
 }
 

@@ -647,66 +647,9 @@ pub async fn has_records(bootstrap: &str, topic: &str, partitions: i32) -> bool 
     let (bootstrap, topic) = (bootstrap.to_string(), topic.to_string());
     blocking(move || {
         partition_count(&bootstrap, &topic).is_some()
-            && WatermarkWatch::connect(&bootstrap, &topic, partitions).sum() > 0
+            && faults::Watermarks::new(&bootstrap).total(&topic, partitions) > 0
     })
     .await
-}
-
-/// A client watching `topic`'s high watermarks (on tansu they may trail the log end). Made
-/// before the writer it watches starts, a test reacts to the writer's progress within a
-/// millisecond or two.
-pub struct WatermarkWatch {
-    consumer: BaseConsumer,
-    topic: String,
-    partitions: i32,
-}
-
-impl WatermarkWatch {
-    /// The client; it connects on first use. Blocking.
-    fn connect(bootstrap: &str, topic: &str, partitions: i32) -> Self {
-        WatermarkWatch {
-            consumer: client_config(bootstrap).create().expect("client"),
-            topic: topic.to_string(),
-            partitions,
-        }
-    }
-
-    /// Connected, with the topic's leaders known (one round of requests done).
-    pub async fn new(bootstrap: &str, topic: &str, partitions: i32) -> Self {
-        let (bootstrap, topic) = (bootstrap.to_string(), topic.to_string());
-        blocking(move || {
-            let watch = WatermarkWatch::connect(&bootstrap, &topic, partitions);
-            watch.sum();
-            watch
-        })
-        .await
-    }
-
-    /// The sum of the high watermarks; a partition that does not answer counts 0. Blocking.
-    fn sum(&self) -> i64 {
-        (0..self.partitions)
-            .map(|p| {
-                self.consumer
-                    .fetch_watermarks(&self.topic, p, REQUEST_TIMEOUT)
-                    .map_or(0, |(_, high)| high)
-            })
-            .sum()
-    }
-
-    /// Waits until the high watermarks add up to `at_least`; false if `give_up` passes first.
-    pub async fn wait_for(self, at_least: i64, give_up: Duration) -> bool {
-        blocking(move || {
-            let since = Instant::now();
-            while since.elapsed() < give_up {
-                if self.sum() >= at_least {
-                    return true;
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            false
-        })
-        .await
-    }
 }
 
 /// The `mm2.properties` body of a test flow `source->target` between the stack's clusters A
