@@ -5,92 +5,15 @@
 
 mod common;
 
+use common::cli_flow::Flow;
 use common::TestRecord;
 use mirrorslice::wire::connect_offsets::{decode_key, decode_value, offsets_partition};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// One flow `src->dst` between the stack's clusters, with its own aliases and state.
-struct Flow {
-    source: String,
-    target: String,
-    config: PathBuf,
-    state: tempfile::TempDir,
-    _dir: tempfile::TempDir,
-}
-
-impl Flow {
-    /// A flow whose topic filter matches only topics named with its own source alias: the
-    /// brokers are shared with other tests and with earlier runs.
-    fn new(_label: &str, extra: &str) -> Flow {
-        let source = common::unique("src").replace('-', "");
-        let target = common::unique("dst").replace('-', "");
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("mm2.properties");
-        let body = common::flow_properties(&source, &target, extra);
-        std::fs::write(&config, body).unwrap();
-        Flow {
-            source,
-            target,
-            config,
-            state: tempfile::tempdir().unwrap(),
-            _dir: dir,
-        }
-    }
-
-    fn name(&self) -> String {
-        format!("{}->{}", self.source, self.target)
-    }
-
-    fn remote(&self, topic: &str) -> String {
-        format!("{}.{topic}", self.source)
-    }
-
-    fn command(&self, max_duration: &str) -> Command {
-        let mut cmd = Command::new(common::mirrorslice_bin());
-        cmd.arg("run")
-            .arg(&self.config)
-            .args([
-                "--flow",
-                &self.name(),
-                "--max-duration",
-                max_duration,
-                "--json",
-            ])
-            .env("MIRRORSLICE_STATE_DIR", self.state.path())
-            .env("MIRRORSLICE_LOG", "warn");
-        cmd
-    }
-
-    /// Run one slice; returns (exit code, report JSON, stderr).
-    fn run(&self) -> (i32, Value, String) {
-        let out = self.command("60s").output().expect("run mirrorslice");
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        let report = serde_json::from_str(&stdout)
-            .unwrap_or_else(|e| panic!("report is not JSON ({e}): {stdout}\nstderr: {stderr}"));
-        (out.status.code().unwrap_or(-1), report, stderr)
-    }
-
-    /// Appends `lines` to the flow's `mm2.properties`: the next slice reads them.
-    fn add_config(&self, lines: &str) {
-        let mut body = std::fs::read_to_string(&self.config).unwrap();
-        body.push_str(lines);
-        std::fs::write(&self.config, body).unwrap();
-    }
-
-    fn run_ok(&self) -> Value {
-        let (code, report, stderr) = self.run();
-        assert_eq!(code, 0, "slice failed: {stderr}\n{report:#}");
-        assert_eq!(report["ok"], true, "{report:#}");
-        report["slices"][0].clone()
-    }
-}
 
 fn records(partitions: i32, per_partition: usize, tag: &str) -> Vec<TestRecord> {
     let mut out = Vec::new();

@@ -10,7 +10,8 @@
 #   infra/local/stack.sh status  # one line per service; exit 0 only if all are up
 #   infra/local/stack.sh env     # shell exports for tests and the CLI: eval "$(stack.sh env)"
 #   infra/local/stack.sh tansu-bin   # path of the tansu binary (tests start private brokers)
-#   infra/local/stack.sh kafka-exec PORT DIR   # a private Apache Kafka node, in the foreground
+#   infra/local/stack.sh kafka-exec PORT DIR [--keep-data]
+#                                # a private Apache Kafka node, in the foreground
 #   infra/local/stack.sh mm2-exec MM2_PROPERTIES [--clusters ALIAS...]
 #                                # Java MirrorMaker 2 (dedicated mode), in the foreground
 #   infra/local/stack.sh java-exec PROGRAM.java [ARGS...]
@@ -226,13 +227,18 @@ start_kafka() {
     spawn "$name" "${KAFKA_CMD[@]}"
 }
 
-# For tests that freeze (SIGSTOP) a broker of their own: formats log directory $2 and runs an
-# Apache Kafka node on port $1 in the foreground, as this process (exec), so the caller's child
-# PID is the broker's. Up when it logs "Kafka Server started".
+# For tests that freeze (SIGSTOP) or crash a broker of their own: formats log directory $2 and
+# runs an Apache Kafka node on port $1 in the foreground, as this process (exec), so the caller's
+# child PID is the broker's. Up when it logs "Kafka Server started". With --keep-data it starts
+# the node formatted earlier in $2 again, with its data (a restart after a crash).
 kafka_exec() {
-    [[ "${1:-}" =~ ^[0-9]+$ && -n "${2:-}" ]] || die "usage: $0 kafka-exec PORT DIR"
+    [[ "${1:-}" =~ ^[0-9]+$ && -n "${2:-}" ]] || die "usage: $0 kafka-exec PORT DIR [--keep-data]"
     local props="$2.properties"
-    kafka_prepare "$2" "$1" "$props"
+    if [[ "${3:-}" == --keep-data ]]; then
+        [[ -f "$props" ]] || die "kafka-exec --keep-data: no node was formatted in $2"
+    else
+        kafka_prepare "$2" "$1" "$props"
+    fi
     kafka_command "$1" "$props"
     exec "${KAFKA_CMD[@]}"
 }

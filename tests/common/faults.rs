@@ -37,6 +37,39 @@ fn wait_for_port(port: u16, child: &mut Child, what: &str) {
     }
 }
 
+/// Starts an Apache Kafka node on `port` (and `port + 1` for its controller) with its data in
+/// `data`, logging to `data/<log>`; returns once it logs "Kafka Server started" (at most 90 s).
+/// With `keep_data` it starts the node formatted there before, with its data.
+fn start_kafka(port: u16, data: &std::path::Path, log: &str, keep_data: bool) -> Child {
+    let log_path = data.join(log);
+    let log = std::fs::File::create(&log_path).expect("the broker's log file");
+    let mut child = Command::new(super::stack_script())
+        .arg("kafka-exec")
+        .arg(port.to_string())
+        .arg(data.join("logs"))
+        .args(keep_data.then_some("--keep-data"))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("log file"))
+        .stderr(log)
+        .spawn()
+        .expect("start Apache Kafka");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let logged = std::fs::read_to_string(&log_path).unwrap_or_default();
+        if logged.contains("Kafka Server started") {
+            return child;
+        }
+        if let Some(status) = child.try_wait().expect("poll the broker") {
+            panic!("Apache Kafka on {port} exited during start-up ({status}):\n{logged}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Apache Kafka on {port} not started after 90 s:\n{logged}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// Waits for `child` to exit, at most `limit` (panics then); its output and how long it took.
 pub fn wait_for_exit(mut child: Child, limit: Duration) -> (std::process::Output, Duration) {
     let started = Instant::now();
@@ -134,37 +167,29 @@ impl PrivateServer {
             }
         };
         let data = tempfile::tempdir().expect("a data directory");
-        let log_path = data.path().join("broker.log");
-        let log = std::fs::File::create(&log_path).expect("the broker's log file");
-        let mut child = Command::new(super::stack_script())
-            .arg("kafka-exec")
-            .arg(port.to_string())
-            .arg(data.path().join("logs"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("log file"))
-            .stderr(log)
-            .spawn()
-            .expect("start Apache Kafka");
-        let deadline = Instant::now() + Duration::from_secs(90);
-        loop {
-            let logged = std::fs::read_to_string(&log_path).unwrap_or_default();
-            if logged.contains("Kafka Server started") {
-                break;
-            }
-            if let Some(status) = child.try_wait().expect("poll the broker") {
-                panic!("Apache Kafka on {port} exited during start-up ({status}):\n{logged}");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "Apache Kafka on {port} not started after 90 s:\n{logged}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let child = start_kafka(port, data.path(), "broker.log", false);
         PrivateServer {
             child,
             port,
             _data: Some(data),
         }
+    }
+
+    /// The partition directories of an Apache Kafka node (`<topic>-<partition>/`).
+    pub fn log_dir(&self) -> std::path::PathBuf {
+        let data = self._data.as_ref().expect("an Apache Kafka node");
+        data.path().join("logs")
+    }
+
+    /// Kills an Apache Kafka node (SIGKILL, as a crash) and starts it again on the same port
+    /// and data: up again once it logs "Kafka Server started".
+    pub fn restart(&mut self) {
+        signal(self.child.id(), Signal::SIGCONT);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let data = self._data.as_ref().expect("an Apache Kafka node").path();
+        let log = format!("broker-restarted-{}.log", super::unique("at"));
+        self.child = start_kafka(self.port, data, &log, true);
     }
 
     /// A tansu broker with memory storage on a free loopback port.

@@ -18,6 +18,7 @@
 //! Fetch), and [`consume_n`] waits for an expected count without looking at watermarks.
 #![allow(dead_code)] // each test binary uses a different subset of the helpers
 
+pub mod cli_flow;
 pub mod faults;
 pub mod java_mm2;
 

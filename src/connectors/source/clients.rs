@@ -66,6 +66,10 @@ const CONSUMER_DEFAULTS: &[(&str, &str)] = &[
     // read_committed, which would drop them, and stall every partition behind an open
     // transaction until it ends.
     ("isolation.level", "read_uncommitted"),
+    // Java's consumer default (`check.crcs=true`). librdkafka's is false: a batch corrupted on
+    // the source's disk or on the wire would be re-written to the target under a fresh CRC.
+    // Checked, it fails its partition loudly instead (`_BAD_MSG`).
+    ("check.crcs", "true"),
 ];
 
 /// Prefetch budget of a slice's consumers, in KiB, split across its tasks and then across each

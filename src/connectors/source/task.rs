@@ -49,7 +49,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, Header, Headers, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer, PurgeConfig};
-use rdkafka::{Message, Offset, Timestamp};
+use rdkafka::{Message, Offset, Timestamp, TopicPartitionList};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex};
@@ -128,6 +128,17 @@ pub enum TaskError {
     },
     #[error("{0}")]
     Gap(String),
+    /// The consumer reported an error for one source partition (authorization, a corrupt or
+    /// undecodable batch, an unknown topic): that partition stopped, the others went on.
+    #[error("{task}: source partition {topic}-{partition} failed at offset {offset}: {reason}")]
+    Partition {
+        task: String,
+        topic: String,
+        partition: i32,
+        /// The next offset the partition needed (`?` when it was never positioned).
+        offset: String,
+        reason: String,
+    },
     #[error("{task}: lease lost; stopped without committing further")]
     LeaseLost { task: String },
     #[error("{task}: commit failed: {message}")]
@@ -151,6 +162,8 @@ pub struct PartitionReport {
     pub caught_up: bool,
     pub newest_record_timestamp_ms: Option<i64>,
     pub oldest_record_timestamp_ms: Option<i64>,
+    /// Why the partition stopped early in this slice (a consumer error), if it did.
+    pub error: Option<String>,
 }
 
 /// What one task did in one slice.
@@ -518,13 +531,33 @@ impl<'a> CopyLoop<'a> {
                     break;
                 }
                 Err(e) => {
-                    // MM2 logs KafkaExceptions from poll and carries on (§7.2).
-                    tracing::warn!(task = %spec.name, topic = %run.tp.0, partition = run.tp.1, error = %e, "consumer error");
+                    self.fail_partition(idx, &e);
                     break;
                 }
             }
         }
         Ok(progressed)
+    }
+
+    /// A consumer error for partition `idx` stops that partition, loudly: its report carries
+    /// the error and the task ends FAILED, while the other partitions go on to the end of the
+    /// slice. What it copied before the error is still committed. (MM2 logs such errors and
+    /// polls on, §7.2, which stalls or skips the partition unreported.) librdkafka retries
+    /// the transient ones itself (leader moves, a broker restarting) and passes on only those
+    /// it cannot: authorization, a corrupt or undecodable batch, an unknown topic.
+    fn fail_partition(&mut self, idx: usize, error: &KafkaError) {
+        let run = &mut self.runs[idx];
+        let reason = error.to_string();
+        tracing::error!(task = %self.spec.name, topic = %run.tp.0, partition = run.tp.1,
+            next_offset = ?run.next, error = %reason, "source partition failed");
+        run.done = true;
+        run.report.error = Some(reason);
+        // Its queue is no longer drained: stop fetching into it.
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition(&run.tp.0, run.tp.1);
+        if let Err(e) = self.consumer.incremental_unassign(&tpl) {
+            tracing::warn!(task = %self.spec.name, error = %e, "could not unassign a failed partition");
+        }
     }
 
     /// Commits what is acknowledged and not yet committed; then offset syncs are promoted
@@ -562,7 +595,9 @@ impl<'a> CopyLoop<'a> {
         self.owned_until = hooks.owned_until();
         self.flush_records(hooks);
         let result = match stop {
-            Stop::Done => first_failure(&spec.name, &self.tracker, &self.runs).map_or(Ok(()), Err),
+            Stop::Done => first_failure(&spec.name, &self.tracker, &self.runs)
+                .or_else(|| partition_failure(&spec.name, &self.runs))
+                .map_or(Ok(()), Err),
             Stop::Failed(e) => Err(e),
         };
         let fenced = self.check_owner(hooks).and_then(|()| {
@@ -886,6 +921,27 @@ fn first_failure(
             offset,
             reason,
         })
+}
+
+/// The task's error when partitions failed ([`CopyLoop::fail_partition`]): the first, and how
+/// many others (each partition's report names its own).
+fn partition_failure(task: &str, runs: &[PartitionRun]) -> Option<TaskError> {
+    let mut failed = runs
+        .iter()
+        .filter_map(|r| r.report.error.as_ref().map(|e| (r, e)));
+    let (run, reason) = failed.next()?;
+    let others = failed.count();
+    let mut reason = reason.clone();
+    if others > 0 {
+        reason.push_str(&format!(" (and {others} more partitions failed)"));
+    }
+    Some(TaskError::Partition {
+        task: task.to_string(),
+        topic: run.tp.0.clone(),
+        partition: run.tp.1,
+        offset: run.next.map_or_else(|| "?".into(), |o| o.to_string()),
+        reason,
+    })
 }
 
 fn commit(
