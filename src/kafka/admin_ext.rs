@@ -323,6 +323,9 @@ guard!(
         drop rd::rd_kafka_AlterConsumerGroupOffsets_destroy
 );
 guard!(
+    TopicCollection(rd::rd_kafka_TopicCollection_t) drop rd::rd_kafka_TopicCollection_destroy
+);
+guard!(
     /// The reply queue of one request.
     Queue(rd::rd_kafka_queue_t) drop rd::rd_kafka_queue_destroy
 );
@@ -1041,6 +1044,63 @@ fn start_describe_groups<C: ClientContext>(
             }
         },
     )
+}
+
+/// The topic ID (KIP-516) of each of `topics`, with one `describeTopics` request: `Some(id)`
+/// as Kafka prints it (base64url, e.g. `kq4tPfR3QW2VpsBzxc6rmA`), `None` where the broker
+/// reports none (a broker without topic IDs answers the all-zero ID). A topic the broker
+/// reports with an error (deleted since it was listed, not authorized) is left out; a failed
+/// request fails the call.
+pub async fn describe_topic_ids<C: ClientContext>(
+    admin: &AdminClient<C>,
+    topics: &[String],
+    timeout: Duration,
+) -> Result<BTreeMap<String, Option<String>>, AdminError> {
+    if topics.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let names = topics
+        .iter()
+        .map(|t| c_string("topic", t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut ptrs: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
+    // SAFETY: the names outlive the call; librdkafka copies them into the collection.
+    let collection = TopicCollection(unsafe {
+        rd::rd_kafka_TopicCollection_of_topic_names(ptrs.as_mut_ptr(), ptrs.len())
+    });
+    let event = submit(
+        admin,
+        rd::rd_kafka_admin_op_t::RD_KAFKA_ADMIN_OP_DESCRIBETOPICS,
+        rd::RD_KAFKA_EVENT_DESCRIBETOPICS_RESULT,
+        "describeTopics",
+        timeout,
+        |client, options, queue| {
+            // SAFETY: all pointers are valid; librdkafka copies the collection.
+            unsafe { rd::rd_kafka_DescribeTopics(client, collection.0, options, queue) }
+        },
+    )?
+    .wait()
+    .await?;
+    let mut out = BTreeMap::new();
+    // SAFETY: the result and descriptions are owned by `event`, alive here.
+    unsafe {
+        let res = rd::rd_kafka_event_DescribeTopics_result(event.0);
+        let mut n = 0;
+        let descs = rd::rd_kafka_DescribeTopics_result_topics(res, &mut n);
+        for &d in c_array(descs, n) {
+            let name = cstr(rd::rd_kafka_TopicDescription_name(d));
+            if let Some(e) = AdminError::from_error_t(rd::rd_kafka_TopicDescription_error(d)) {
+                tracing::debug!(topic = %name, error = %e, "describeTopics: topic skipped");
+                continue;
+            }
+            let id = rd::rd_kafka_TopicDescription_topic_id(d);
+            let known = !id.is_null()
+                && (rd::rd_kafka_Uuid_most_significant_bits(id) != 0
+                    || rd::rd_kafka_Uuid_least_significant_bits(id) != 0);
+            out.insert(name, known.then(|| cstr(rd::rd_kafka_Uuid_base64str(id))));
+        }
+    }
+    Ok(out)
 }
 
 /// The committed offsets of every partition of `group`: `(topic, partition, offset, metadata)`,
