@@ -116,6 +116,10 @@ async fn offsets_are_connect_format_in_the_murmur2_partition() {
     common::create_topic(&stack.a, &topic, 3, &[]).await;
     common::produce(&stack.a, &topic, &records(3, 4, "x")).await;
     flow.run_ok();
+    // Beside Java's offset, the source topic's ID (Java reads the offset alone).
+    let id = common::topic_id(&stack.a, &topic)
+        .await
+        .expect("the broker's topic ID");
 
     let offsets_topic = format!("mm2-offsets.{}.internal", flow.source);
     assert_eq!(common::partition_count(&stack.b, &offsets_topic), Some(25));
@@ -164,7 +168,7 @@ async fn offsets_are_connect_format_in_the_murmur2_partition() {
                 let value = decode_value(m.payload()).unwrap().unwrap();
                 assert_eq!(
                     m.payload().unwrap(),
-                    format!("{{\"offset\":{value}}}").as_bytes()
+                    format!("{{\"offset\":{value},\"topicId\":\"{id}\"}}").as_bytes()
                 );
                 found.insert(p, value);
             }
@@ -223,6 +227,22 @@ async fn topic_created_between_slices_is_replicated_with_its_configs() {
     assert_eq!(sorted(got), sorted(data));
 }
 
+/// Deletes `topic` on cluster A and creates it again with `records` new ones on partition 0;
+/// its IDs before and after.
+async fn recreate(topic: &str, records_after: usize) -> (String, String) {
+    let a = &common::stack().a;
+    let old = common::topic_id(a, topic).await.expect("an ID");
+    common::delete_topic(a, topic).await;
+    common::create_topic(a, topic, 1, &[]).await;
+    common::produce(a, topic, &records(1, records_after, "new")).await;
+    let new = common::topic_id(a, topic).await.expect("an ID");
+    assert_ne!(old, new);
+    (old, new)
+}
+
+// A source topic deleted and created again since the last slice is told apart by its topic ID
+// (KIP-516, stored beside our offset): a `recreated` gap naming both IDs, the slice fails, the
+// task is FAILED naming the topic. Here the new topic holds fewer records than our position.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recreated_source_topic_with_fewer_records_fails_naming_the_topic() {
     let stack = common::stack();
@@ -231,10 +251,7 @@ async fn recreated_source_topic_with_fewer_records_fails_naming_the_topic() {
     common::create_topic(&stack.a, &topic, 1, &[]).await;
     common::produce(&stack.a, &topic, &records(1, 30, "old")).await;
     flow.run_ok();
-
-    common::delete_topic(&stack.a, &topic).await;
-    common::create_topic(&stack.a, &topic, 1, &[]).await;
-    common::produce(&stack.a, &topic, &records(1, 5, "new")).await;
+    let (old_id, new_id) = recreate(&topic, 5).await;
 
     let (code, report, stderr) = flow.run();
     assert_ne!(code, 0, "a gap must fail the slice: {report:#}");
@@ -246,10 +263,17 @@ async fn recreated_source_topic_with_fewer_records_fails_naming_the_topic() {
     assert_eq!(slice["ok"], false);
     let gap = &slice["gaps"][0];
     assert_eq!(gap["topic"], Value::from(topic.clone()));
-    assert_eq!(gap["kind"], "beyond_log_end");
-    assert_eq!(gap["to_offset"], 30, "we had replicated through offset 29");
+    assert_eq!(gap["kind"], "recreated");
+    assert_eq!(
+        gap["from_offset"], 30,
+        "we had replicated through offset 29"
+    );
+    assert_eq!(
+        (&gap["old_topic_id"], &gap["new_topic_id"]),
+        (&Value::from(old_id), &Value::from(new_id))
+    );
 
-    // The task is FAILED in the status topic, with the range in its trace.
+    // The task is FAILED in the status topic, with the topic in its trace.
     let statuses =
         common::read_status(&stack.b, &format!("mm2-status.{}.internal", flow.source)).await;
     let task = statuses
@@ -257,6 +281,104 @@ async fn recreated_source_topic_with_fewer_records_fails_naming_the_topic() {
         .expect("task status written");
     assert_eq!(task["state"], "FAILED");
     assert!(task["trace"].as_str().unwrap().contains(&topic));
+}
+
+// The case offsets alone cannot see: the recreated topic has grown past our position (3,000
+// records; we had copied 1,000). Before topic IDs the next slice copied the new topic from
+// offset 1,000 on, exited 0 and reported nothing. Now it is a `recreated` gap that fails the
+// slice and copies nothing; with `mirrorslice.on.gap = skip` every record of the new topic is
+// copied from its start, the gap still reported, and the slice after that has no gap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recreated_topic_grown_past_our_position_is_a_gap_and_skip_copies_all_of_it() {
+    let stack = common::stack();
+    let flow = Flow::new("grown", "");
+    let topic = format!("regrown-{}", flow.source);
+    common::create_topic(&stack.a, &topic, 1, &[]).await;
+    common::produce(&stack.a, &topic, &records(1, 1_000, "old")).await;
+    flow.run_ok();
+    let (_, new_id) = recreate(&topic, 3_000).await;
+
+    let (code, report, _) = flow.run();
+    assert_ne!(code, 0, "{report:#}");
+    let gap = &report["slices"][0]["gaps"][0];
+    assert_eq!(
+        (&gap["kind"], &gap["skipped"]),
+        (&Value::from("recreated"), &Value::from(false))
+    );
+    assert_eq!(
+        report["slices"][0]["records"], 0,
+        "nothing of the new topic copied"
+    );
+
+    flow.add_config("mirrorslice.on.gap = skip\n");
+    let (code, report, stderr) = flow.run();
+    assert_eq!(code, 0, "{stderr}\n{report:#}");
+    let slice = &report["slices"][0];
+    let gap = &slice["gaps"][0];
+    assert_eq!(
+        (&gap["kind"], &gap["skipped"]),
+        (&Value::from("recreated"), &Value::from(true))
+    );
+    assert_eq!(
+        (&gap["resumed_at"], &gap["new_topic_id"]),
+        (&Value::from(0), &Value::from(new_id))
+    );
+    assert_eq!(slice["records"], 3_000, "all of the new topic: {slice:#}");
+    let got = target_records(&flow, &topic, 1).await;
+    let new: Vec<TestRecord> = got.into_iter().skip(1_000).collect();
+    assert_eq!(
+        new,
+        records(1, 3_000, "new"),
+        "the new topic, in order, from its first record"
+    );
+
+    let slice = flow.run_ok();
+    assert_eq!(
+        slice["gaps"],
+        Value::Array(vec![]),
+        "the new ID is stored: {slice:#}"
+    );
+    assert_eq!(slice["records"], 0);
+}
+
+// Offsets stored without a topic ID (by Java MM2, or before IDs were kept) keep the checks
+// made from offsets alone: a recreated topic with fewer records than our position is a
+// `beyond_log_end` gap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_stored_topic_id_a_recreated_topic_is_found_by_its_log_end() {
+    let stack = common::stack();
+    let flow = Flow::new("legacy", "mirrorslice.silence.check.after = 1s\n");
+    let topic = format!("legacy-{}", flow.source);
+    common::create_topic(&stack.a, &topic, 1, &[]).await;
+    common::produce(&stack.a, &topic, &records(1, 30, "old")).await;
+    flow.run_ok();
+    // What a Java MM2 writes for the same position: the offset alone.
+    let key = mirrorslice::wire::connect_offsets::SourcePartition::Source {
+        cluster: flow.source.clone(),
+        topic: topic.clone(),
+        partition: 0,
+    }
+    .key_bytes("MirrorSourceConnector");
+    let java = TestRecord {
+        partition: offsets_partition(&key, 25),
+        key: Some(key),
+        value: Some(br#"{"offset":29}"#.to_vec()),
+        headers: Vec::new(),
+        timestamp: None,
+    };
+    common::produce(
+        &stack.b,
+        &format!("mm2-offsets.{}.internal", flow.source),
+        &[java],
+    )
+    .await;
+    recreate(&topic, 5).await;
+
+    let (code, report, _) = flow.run();
+    assert_ne!(code, 0, "{report:#}");
+    let gap = &report["slices"][0]["gaps"][0];
+    assert_eq!(gap["kind"], "beyond_log_end", "{report:#}");
+    assert_eq!(gap["to_offset"], 30);
 }
 
 // Records deleted before they were copied (retention; here DeleteRecords, which moves the log

@@ -78,6 +78,8 @@ fn spec(
         partitions: (0..partitions).map(|p| (source.to_string(), p)).collect(),
         remote_topics: [(source.to_string(), remote.to_string())].into(),
         stored_offsets: stored.clone(),
+        stored_topic_ids: BTreeMap::new(),
+        topic_ids: BTreeMap::new(),
         consumer: props(&[("bootstrap.servers", &stack.a)]),
         producer: props(&[("bootstrap.servers", &stack.b)]),
         offset_syncs: None,

@@ -47,7 +47,8 @@ use crate::config::Props;
 use crate::kafka::internal_log::{display_key, InternalLog, LogError, BEGINNING};
 use crate::state::{StateError, StateStore};
 use crate::wire::connect_offsets::{
-    decode_value, offset_value_bytes, offsets_partition, SourcePartition, MIRROR_SOURCE_CONNECTOR,
+    decode_stored, offsets_partition, stored_offset_bytes, SourcePartition, StoredOffset,
+    MIRROR_SOURCE_CONNECTOR,
 };
 use crate::wire::ConnectRecordError;
 
@@ -120,6 +121,9 @@ pub struct LoadedOffsets {
     /// The stored offset of each requested partition that has one. For `MirrorSourceConnector`
     /// this is the last replicated upstream offset: resume at +1.
     pub offsets: BTreeMap<PartitionKey, i64>,
+    /// The source topic ID stored beside each offset, where there is one
+    /// ([`StoredOffset::topic_id`]).
+    pub topic_ids: BTreeMap<PartitionKey, String>,
     /// True when no hint was used (missing or invalid) and all our partitions were read from
     /// the beginning. With a hint, partitions it does not cover are still read in full.
     pub full_read: bool,
@@ -156,7 +160,7 @@ struct Tracked {
 #[derive(Debug, Default)]
 struct Hint {
     positions: BTreeMap<i32, i64>,
-    values: HashMap<String, Option<i64>>,
+    values: HashMap<String, Option<StoredOffset>>,
     /// `Some(true)`: a read of every partition found each keyed record on the partition its key
     /// hashes to over `partition_count`, so a key the hint does not cover can be read from its
     /// own partition alone. `Some(false)`: the topic gained partitions after some records were
@@ -179,7 +183,7 @@ pub struct OffsetStore {
     read_timeout: Duration,
     tracked: BTreeMap<PartitionKey, Tracked>,
     /// Known stored value of each tracked key (`None` = no offset), as of `positions`.
-    values: BTreeMap<PartitionKey, Option<i64>>,
+    values: BTreeMap<PartitionKey, Option<StoredOffset>>,
     /// Offsets-topic partition → position the tracked keys' values are known at.
     positions: BTreeMap<i32, i64>,
     /// What the last read of every partition found, see [`Hint::placed`].
@@ -387,16 +391,14 @@ impl OffsetStore {
     }
 
     fn loaded(&self, keys: &[PartitionKey], full_read: bool, records_read: usize) -> LoadedOffsets {
+        let stored = || {
+            keys.iter()
+                .filter_map(|k| Some((k, self.values.get(k)?.as_ref()?)))
+        };
         LoadedOffsets {
-            offsets: keys
-                .iter()
-                .filter_map(|k| {
-                    self.values
-                        .get(k)
-                        .copied()
-                        .flatten()
-                        .map(|v| (k.clone(), v))
-                })
+            offsets: stored().map(|(k, v)| (k.clone(), v.offset)).collect(),
+            topic_ids: stored()
+                .filter_map(|(k, v)| Some((k.clone(), v.topic_id.clone()?)))
                 .collect(),
             full_read,
             records_read,
@@ -434,7 +436,7 @@ impl OffsetStore {
         // Values as of the hint positions; unhinted partitions start empty, from the beginning.
         for (k, t) in &self.tracked {
             let v = if hinted.contains_key(&t.log_partition) {
-                hint.values.get(&key_string(&t.key)).copied().flatten()
+                hint.values.get(&key_string(&t.key)).cloned().flatten()
             } else {
                 None
             };
@@ -570,7 +572,7 @@ impl OffsetStore {
                      gained partitions); using it"
                 );
             }
-            let value = decode_value(last.value.as_deref()).map_err(|source| {
+            let value = decode_stored(last.value.as_deref()).map_err(|source| {
                 OffsetStoreError::BadValue {
                     topic: self.topic().to_string(),
                     partition: p,
@@ -584,29 +586,46 @@ impl OffsetStore {
         Ok((n, ends))
     }
 
-    /// Writes the offsets that differ from what is stored, waits for delivery, and saves the
-    /// hint. Returns the number of records written.
+    /// [`OffsetStore::commit_stored`] of offsets without topic IDs (Java's values).
     pub async fn commit(
         &mut self,
         offsets: &BTreeMap<PartitionKey, i64>,
     ) -> Result<usize, OffsetStoreError> {
+        let plain = offsets
+            .iter()
+            .map(|(k, &o)| (k.clone(), StoredOffset::plain(o)))
+            .collect();
+        self.commit_stored(&plain).await
+    }
+
+    /// Writes the offsets that differ from what is stored (in offset or topic ID), waits for
+    /// delivery, and saves the hint. Returns the number of records written.
+    pub async fn commit_stored(
+        &mut self,
+        offsets: &BTreeMap<PartitionKey, StoredOffset>,
+    ) -> Result<usize, OffsetStoreError> {
         let mut records = Vec::new();
-        let mut written: Vec<(PartitionKey, i64)> = Vec::new();
-        for (k, &v) in offsets {
+        let mut written: Vec<(PartitionKey, StoredOffset)> = Vec::new();
+        for (k, v) in offsets {
             self.track(k);
-            if self.values.get(k) == Some(&Some(v)) {
+            if self
+                .values
+                .get(k)
+                .is_some_and(|known| known.as_ref() == Some(v))
+            {
                 continue;
             }
             let t = &self.tracked[k];
-            records.push((t.log_partition, t.key.clone(), Some(offset_value_bytes(v))));
-            written.push((k.clone(), v));
+            records.push((t.log_partition, t.key.clone(), Some(stored_offset_bytes(v))));
+            written.push((k.clone(), v.clone()));
         }
         if records.is_empty() {
             return Ok(0);
         }
         let delivered = self.log.append(records).await?;
-        for (k, v) in &written {
-            self.values.insert(k.clone(), Some(*v));
+        let count = written.len();
+        for (k, v) in written {
+            self.values.insert(k, Some(v));
         }
         // Advance a partition's position only if our records directly follow it: then nothing
         // anyone else wrote can hide between the old position and the new one.
@@ -624,7 +643,7 @@ impl OffsetStore {
             }
         }
         self.save_hint()?;
-        Ok(written.len())
+        Ok(count)
     }
 
     fn parse_hint(&self, v: &Value) -> Result<Hint, String> {
@@ -677,13 +696,7 @@ impl OffsetStore {
             .and_then(Value::as_object)
             .ok_or("hint has no values")?;
         for (k, v) in values {
-            let v = match v {
-                Value::Null => None,
-                v => Some(
-                    v.as_i64()
-                        .ok_or_else(|| format!("bad hint value for key {k}"))?,
-                ),
-            };
+            let v = hint_value(v).ok_or_else(|| format!("bad hint value for key {k}"))?;
             hint.values.insert(k.clone(), v);
         }
         hint.placed = obj.get("placed").and_then(Value::as_bool);
@@ -702,9 +715,11 @@ impl OffsetStore {
             .filter(|(_, t)| self.positions.contains_key(&t.log_partition))
             .filter_map(|(k, t)| {
                 // Only values we know as of the position (not "tracked but never read").
-                self.values
-                    .get(k)
-                    .map(|v| (key_string(&t.key), v.map_or(Value::Null, |v| json!(v))))
+                let v = self.values.get(k)?;
+                Some((
+                    key_string(&t.key),
+                    v.as_ref().map_or(Value::Null, hint_json),
+                ))
             })
             .collect();
         let mut doc = json!({
@@ -777,6 +792,32 @@ fn latest_write(by_partition: &BTreeMap<i32, Seen>, placement: i32) -> (i32, &Se
         .max_by_key(|(p, s)| (s.timestamp, **p))
         .map(|(p, s)| (*p, s))
         .expect("a key is only recorded with a record")
+}
+
+/// A stored value in the hint: the offset alone (a number, as hints before topic IDs were kept),
+/// or the Connect value's own map `{"offset":41,"topicId":"…"}`.
+fn hint_json(v: &StoredOffset) -> Value {
+    match &v.topic_id {
+        None => json!(v.offset),
+        Some(id) => json!({"offset": v.offset, "topicId": id}),
+    }
+}
+
+/// Reads what [`hint_json`] writes; `None` for anything else (the hint is then unusable).
+fn hint_value(v: &Value) -> Option<Option<StoredOffset>> {
+    match v {
+        Value::Null => Some(None),
+        Value::Number(n) => Some(Some(StoredOffset::plain(n.as_i64()?))),
+        Value::Object(m) => {
+            let topic_id = match m.get("topicId") {
+                None => None,
+                Some(id) => Some(id.as_str()?.to_string()),
+            };
+            let offset = m.get("offset")?.as_i64()?;
+            Some(Some(StoredOffset { offset, topic_id }))
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -872,7 +913,7 @@ mod tests {
         let good = hint_doc(json!({"4": 10}), json!({"k": 41, "j": null}));
         let h = s.parse_hint(&good).unwrap();
         assert_eq!(h.positions, BTreeMap::from([(4, 10)]));
-        assert_eq!(h.values["k"], Some(41));
+        assert_eq!(h.values["k"], Some(StoredOffset::plain(41)));
         assert_eq!(h.values["j"], None);
 
         let mut other_count = good.clone();
@@ -907,14 +948,18 @@ mod tests {
         s.track(&b);
         let pa = s.tracked[&a].log_partition;
         let pb = s.tracked[&b].log_partition;
-        s.values.insert(a.clone(), Some(41));
+        let with_id = StoredOffset {
+            offset: 41,
+            topic_id: Some("kq4tPfR3QW2VpsBzxc6rmA".into()),
+        };
+        s.values.insert(a.clone(), Some(with_id.clone()));
         s.values.insert(b.clone(), None);
         s.positions.insert(pa, 7);
         s.positions.insert(pb, 9);
         s.save_hint().unwrap();
         let h = saved_hint(&s);
         assert_eq!(h.positions[&pa], if pa == pb { 9 } else { 7 });
-        assert_eq!(h.values[&key_string(&s.tracked[&a].key)], Some(41));
+        assert_eq!(h.values[&key_string(&s.tracked[&a].key)], Some(with_id));
         assert_eq!(h.values[&key_string(&s.tracked[&b].key)], None);
     }
 
@@ -945,7 +990,7 @@ mod tests {
         let a = PartitionKey::source("A", "t1", 0);
         s.track(&a);
         let pa = s.tracked[&a].log_partition;
-        s.values.insert(a.clone(), Some(41));
+        s.values.insert(a.clone(), Some(StoredOffset::plain(41)));
         s.positions.insert(pa, 7);
         s.save_hint().unwrap();
         assert_eq!(saved_hint(&s).placed, None, "not recorded: unknown");

@@ -1059,28 +1059,9 @@ pub async fn describe_topic_ids<C: ClientContext>(
     if topics.is_empty() {
         return Ok(BTreeMap::new());
     }
-    let names = topics
-        .iter()
-        .map(|t| c_string("topic", t))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut ptrs: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
-    // SAFETY: the names outlive the call; librdkafka copies them into the collection.
-    let collection = TopicCollection(unsafe {
-        rd::rd_kafka_TopicCollection_of_topic_names(ptrs.as_mut_ptr(), ptrs.len())
-    });
-    let event = submit(
-        admin,
-        rd::rd_kafka_admin_op_t::RD_KAFKA_ADMIN_OP_DESCRIBETOPICS,
-        rd::RD_KAFKA_EVENT_DESCRIBETOPICS_RESULT,
-        "describeTopics",
-        timeout,
-        |client, options, queue| {
-            // SAFETY: all pointers are valid; librdkafka copies the collection.
-            unsafe { rd::rd_kafka_DescribeTopics(client, collection.0, options, queue) }
-        },
-    )?
-    .wait()
-    .await?;
+    let event = start_describe_topics(admin, topics, timeout)?
+        .wait()
+        .await?;
     let mut out = BTreeMap::new();
     // SAFETY: the result and descriptions are owned by `event`, alive here.
     unsafe {
@@ -1097,10 +1078,44 @@ pub async fn describe_topic_ids<C: ClientContext>(
             let known = !id.is_null()
                 && (rd::rd_kafka_Uuid_most_significant_bits(id) != 0
                     || rd::rd_kafka_Uuid_least_significant_bits(id) != 0);
-            out.insert(name, known.then(|| cstr(rd::rd_kafka_Uuid_base64str(id))));
+            // librdkafka encodes standard base64; Kafka prints IDs (`Uuid.toString`) in the
+            // URL-safe alphabet. Both without padding.
+            let printed = || {
+                cstr(rd::rd_kafka_Uuid_base64str(id))
+                    .replace('+', "-")
+                    .replace('/', "_")
+            };
+            out.insert(name, known.then(printed));
         }
     }
     Ok(out)
+}
+
+fn start_describe_topics<C: ClientContext>(
+    admin: &AdminClient<C>,
+    topics: &[String],
+    timeout: Duration,
+) -> Result<Pending, AdminError> {
+    let names = topics
+        .iter()
+        .map(|t| c_string("topic", t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut ptrs: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
+    // SAFETY: the names outlive the call; librdkafka copies them into the collection.
+    let collection = TopicCollection(unsafe {
+        rd::rd_kafka_TopicCollection_of_topic_names(ptrs.as_mut_ptr(), ptrs.len())
+    });
+    submit(
+        admin,
+        rd::rd_kafka_admin_op_t::RD_KAFKA_ADMIN_OP_DESCRIBETOPICS,
+        rd::RD_KAFKA_EVENT_DESCRIBETOPICS_RESULT,
+        "describeTopics",
+        timeout,
+        |client, options, queue| {
+            // SAFETY: all pointers are valid; librdkafka copies the collection into the request.
+            unsafe { rd::rd_kafka_DescribeTopics(client, collection.0, options, queue) }
+        },
+    )
 }
 
 /// The committed offsets of every partition of `group`: `(topic, partition, offset, metadata)`,

@@ -23,7 +23,7 @@ use crate::lease::{
 };
 use crate::plan::PairConfigs;
 use crate::report::{ConnectorActivity, SliceReport, TaskReport};
-use crate::wire::connect_offsets::SourcePartition;
+use crate::wire::connect_offsets::{SourcePartition, StoredOffset};
 use crate::wire::connect_status::{State, Status};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -274,6 +274,11 @@ impl SourceSlice<'_> {
             partitions: partitions.clone(),
             remote_topics: outcome.remote_topics.clone(),
             stored_offsets: BTreeMap::new(),
+            stored_topic_ids: BTreeMap::new(),
+            topic_ids: partitions
+                .iter()
+                .filter_map(|(t, _)| Some((t.clone(), outcome.topic_ids.get(t)?.clone())))
+                .collect(),
             consumer: cfg.common.client_config(
                 ClusterSide::Source,
                 ClientKind::Consumer,
@@ -423,15 +428,17 @@ impl TaskRun {
             elapsed_ms = t0.elapsed().as_millis() as u64,
             "offsets loaded"
         );
-        spec.stored_offsets = loaded
-            .offsets
-            .iter()
-            .filter_map(|(k, v)| match &k.0 {
-                SourcePartition::Source {
-                    topic, partition, ..
-                } => Some(((topic.clone(), *partition), *v)),
-                _ => None,
-            })
+        let source_tp = |k: &PartitionKey| match &k.0 {
+            SourcePartition::Source {
+                topic, partition, ..
+            } => Some((topic.clone(), *partition)),
+            _ => None,
+        };
+        spec.stored_offsets = (loaded.offsets.iter())
+            .filter_map(|(k, v)| Some((source_tp(k)?, *v)))
+            .collect();
+        spec.stored_topic_ids = (loaded.topic_ids.iter())
+            .filter_map(|(k, id)| Some((source_tp(k)?, id.clone())))
             .collect();
         status.put_all_in_background(vec![StatusUpdate::Task {
             connector: CONNECTOR.to_string(),
@@ -445,6 +452,7 @@ impl TaskRun {
             handle: tokio::runtime::Handle::current(),
             ownership: lease.ownership(),
             source_alias,
+            topic_ids: spec.topic_ids.clone(),
         };
         let copied = tokio::task::spawn_blocking(move || run_source_task(&spec, &mut hooks));
         let outcome = match copied.await {
@@ -567,13 +575,21 @@ struct StoreHooks {
     handle: tokio::runtime::Handle,
     ownership: Ownership,
     source_alias: String,
+    /// Written beside each committed offset: the ID of the topic it was read from.
+    topic_ids: BTreeMap<String, String>,
 }
 
 impl TaskHooks for StoreHooks {
     fn commit(&mut self, offsets: &BTreeMap<TopicPartition, i64>) -> Result<(), TaskError> {
-        let keyed: BTreeMap<PartitionKey, i64> = offsets
+        let keyed: BTreeMap<PartitionKey, StoredOffset> = offsets
             .iter()
-            .map(|((t, p), o)| (PartitionKey::source(&self.source_alias, t, *p), *o))
+            .map(|((t, p), &offset)| {
+                let stored = StoredOffset {
+                    offset,
+                    topic_id: self.topic_ids.get(t).cloned(),
+                };
+                (PartitionKey::source(&self.source_alias, t, *p), stored)
+            })
             .collect();
         // Checked again right before the write (the copy loop checked before the flush), and
         // the wait for its delivery ends with the lease's validity or the slice's deadline.
@@ -590,7 +606,7 @@ impl TaskHooks for StoreHooks {
         };
         self.store.hint_writes_until(until);
         let (ownership, deadline) = (&self.ownership, self.deadline);
-        let commit = self.store.commit(&keyed);
+        let commit = self.store.commit_stored(&keyed);
         // This runs on a blocking thread (the copy loop), where blocking on the runtime is fine.
         let done = self.handle.block_on(async {
             tokio::pin!(commit);

@@ -180,6 +180,59 @@ pub fn offset_value_bytes(offset: i64) -> Vec<u8> {
     jackson_bytes(&OffsetMap { offset })
 }
 
+/// A `MirrorSourceConnector` offset as we store it: the last replicated upstream offset and,
+/// beside it, the KIP-516 ID of the source topic it was read from (`{"offset":41,"topicId":
+/// "kq4tPfR3QW2VpsBzxc6rmA"}`). Java's `MirrorUtils.unwrapOffset` reads only `offset` and
+/// ignores other fields, so a Java MM2 resumes from these values unchanged; it writes back
+/// values without `topicId`, which read as "ID not known" (docs/connect-offsets.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredOffset {
+    pub offset: i64,
+    /// The source topic's ID when the offset was written, if the source broker reported one.
+    pub topic_id: Option<String>,
+}
+
+impl StoredOffset {
+    /// An offset without a topic ID (what Java MM2 and the other two connectors store).
+    pub fn plain(offset: i64) -> Self {
+        StoredOffset {
+            offset,
+            topic_id: None,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct StoredOffsetMap<'a> {
+    offset: i64,
+    #[serde(rename = "topicId")]
+    topic_id: &'a str,
+}
+
+/// The value bytes of `stored`: exactly Java's `{"offset":41}` without a topic ID.
+pub fn stored_offset_bytes(stored: &StoredOffset) -> Vec<u8> {
+    match &stored.topic_id {
+        None => offset_value_bytes(stored.offset),
+        Some(id) => jackson_bytes(&StoredOffsetMap {
+            offset: stored.offset,
+            topic_id: id,
+        }),
+    }
+}
+
+/// Decodes a value like [`decode_value`], with the `topicId` beside the offset when there is
+/// one. A `topicId` that is not a string is treated as absent: the ID only adds a check, and
+/// its absence keeps the checks made without it.
+pub fn decode_stored(bytes: Option<&[u8]>) -> Result<Option<StoredOffset>, ConnectRecordError> {
+    let Some(offset) = decode_value(bytes)? else {
+        return Ok(None);
+    };
+    let topic_id = bytes
+        .and_then(|b| serde_json::from_slice::<Value>(b).ok())
+        .and_then(|v| v.get("topicId")?.as_str().map(str::to_string));
+    Ok(Some(StoredOffset { offset, topic_id }))
+}
+
 /// The partition map of a decoded key.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DecodedPartition {
@@ -422,6 +475,34 @@ mod tests {
         // Missing or null offset: "no offset", as MirrorUtils.unwrapOffset returns -1.
         assert_eq!(decode_value(Some(b"{}")).unwrap(), None);
         assert_eq!(decode_value(Some(br#"{"offset":null}"#)).unwrap(), None);
+    }
+
+    #[test]
+    fn stored_offsets_carry_the_topic_id_beside_java_s_offset() {
+        let plain = StoredOffset::plain(41);
+        assert_eq!(stored_offset_bytes(&plain), br#"{"offset":41}"#);
+        let with_id = StoredOffset {
+            offset: 41,
+            topic_id: Some("kq4tPfR3QW2VpsBzxc6rmA".into()),
+        };
+        let bytes = stored_offset_bytes(&with_id);
+        assert_eq!(
+            bytes,
+            br#"{"offset":41,"topicId":"kq4tPfR3QW2VpsBzxc6rmA"}"#
+        );
+        // Java's reading: the offset alone.
+        assert_eq!(decode_value(Some(&bytes)).unwrap(), Some(41));
+        assert_eq!(decode_stored(Some(&bytes)).unwrap(), Some(with_id));
+        assert_eq!(
+            decode_stored(Some(br#"{"offset":41}"#)).unwrap(),
+            Some(plain)
+        );
+        assert_eq!(
+            decode_stored(Some(br#"{"offset":41,"topicId":7}"#)).unwrap(),
+            Some(StoredOffset::plain(41))
+        );
+        assert_eq!(decode_stored(None).unwrap(), None);
+        assert!(decode_stored(Some(br#"{"offset":4.1}"#)).is_err());
     }
 
     // §4.7: offsets must be JSON integers, never floats.

@@ -584,6 +584,17 @@ pub async fn delete_topic(bootstrap: &str, topic: &str) {
     .await
 }
 
+/// `topic`'s KIP-516 ID as mirrorslice reads it (`None` when the broker reports none).
+pub async fn topic_id(bootstrap: &str, topic: &str) -> Option<String> {
+    let admin: AdminClient<DefaultClientContext> =
+        client_config(bootstrap).create().expect("admin client");
+    let topics = [topic.to_string()];
+    let ids = mirrorslice::kafka::admin_ext::describe_topic_ids(&admin, &topics, REQUEST_TIMEOUT)
+        .await
+        .unwrap_or_else(|e| panic!("describe {topic} on {bootstrap}: {e}"));
+    ids.get(topic).cloned().flatten()
+}
+
 /// The configs `describe_configs` reports for a topic, by name.
 pub async fn describe_topic_configs(
     bootstrap: &str,

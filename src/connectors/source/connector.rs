@@ -152,6 +152,8 @@ pub struct ConnectorPhaseOutcome {
     pub source_partitions: Vec<(String, i32)>,
     /// Replicated source topic → its remote topic on the target.
     pub remote_topics: BTreeMap<String, String>,
+    /// Replicated source topic → its topic ID (KIP-516), where the source broker reports one.
+    pub topic_ids: BTreeMap<String, String>,
     /// §6.7 round robin: `min(tasks.max, #partitions)` tasks.
     pub task_partitions: Vec<Vec<(String, i32)>>,
     /// `MirrorSourceConnector.taskConfigs` for those assignments (§4.8).
@@ -170,6 +172,7 @@ impl ConnectorPhaseOutcome {
         ConnectorPhaseOutcome {
             source_partitions: Vec::new(),
             remote_topics: BTreeMap::new(),
+            topic_ids: BTreeMap::new(),
             task_partitions: Vec::new(),
             task_configs: Vec::new(),
             created_topics: Vec::new(),
@@ -497,6 +500,7 @@ impl<'a> SourceConnectorPhase<'a> {
                 )
             })
             .collect();
+        let topic_ids = self.describe_topic_ids(&source).await;
         let target = self.list_topics(Side::Target).await?;
         let plan = plan_topics(
             &source,
@@ -532,6 +536,7 @@ impl<'a> SourceConnectorPhase<'a> {
         Ok(ConnectorPhaseOutcome {
             source_partitions,
             remote_topics: plan.remote_topics,
+            topic_ids,
             task_partitions,
             task_configs,
             created_topics,
@@ -586,6 +591,45 @@ impl<'a> SourceConnectorPhase<'a> {
             ));
         }
         Ok(topics)
+    }
+
+    /// The IDs of the replicated source topics, with which the tasks tell a recreated topic from
+    /// the one their offsets were stored for. A source that reports no ID for some topics (a
+    /// broker without topic IDs) or cannot be asked gets a warning and the checks without IDs.
+    async fn describe_topic_ids(
+        &mut self,
+        source: &BTreeMap<String, i32>,
+    ) -> BTreeMap<String, String> {
+        let topics: Vec<String> = source.keys().cloned().collect();
+        let cluster = self.source_alias().to_string();
+        let described =
+            admin_ext::describe_topic_ids(&self.source_admin, &topics, self.timeout).await;
+        let described = match described {
+            Ok(d) => d,
+            Err(e) => {
+                self.warn(format!(
+                    "cluster {cluster}: topic IDs not available ({e}); a recreated topic is \
+                     detected only when it holds fewer records than the stored offset"
+                ));
+                return BTreeMap::new();
+            }
+        };
+        let without: Vec<&str> = topics
+            .iter()
+            .filter(|t| !matches!(described.get(*t), Some(Some(_))))
+            .map(String::as_str)
+            .collect();
+        if !without.is_empty() {
+            self.warn(format!(
+                "cluster {cluster} reports no topic ID for {}; a recreated topic among them is \
+                 detected only when it holds fewer records than the stored offset",
+                without.join(", ")
+            ));
+        }
+        described
+            .into_iter()
+            .filter_map(|(t, id)| Some((t, id?)))
+            .collect()
     }
 
     /// `createSinglePartitionCompactedTopic` (§3) for the offset-syncs topic, on the cluster

@@ -57,12 +57,18 @@ pub struct Gap {
     pub from_offset: i64,
     /// End of the missing range (exclusive).
     pub to_offset: i64,
-    /// `below_log_start` (retention) or `beyond_log_end` (recreated or truncated topic).
+    /// `below_log_start` (retention), `beyond_log_end` (recreated or truncated topic) or
+    /// `recreated` (the topic ID changed since the stored offset was written).
     pub kind: &'static str,
     /// Whether the task skipped over it (`mirrorslice.on.gap=skip`).
     pub skipped: bool,
     /// Where the task continued after skipping: the log start.
     pub resumed_at: Option<i64>,
+    /// `recreated`: the topic ID stored beside our offset, and the topic's ID now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old_topic_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_topic_id: Option<String>,
 }
 
 impl Gap {
@@ -86,6 +92,24 @@ impl Gap {
         Gap::new(tp, "beyond_log_end", (high, next), low, on_gap)
     }
 
+    /// The topic was deleted and created again since our offset was stored (its ID changed
+    /// from `old` to `new`): the old topic's records from `next` on, if it held any, were never
+    /// copied, and nothing of the new topic has been. Skipping copies the new topic from its
+    /// log start `low`. The range is `next..next`: how far the old topic reached is unknown.
+    pub(super) fn recreated(
+        tp: &TopicPartition,
+        next: i64,
+        low: i64,
+        (old, new): (&str, &str),
+        on_gap: GapPolicy,
+    ) -> Gap {
+        Gap {
+            old_topic_id: Some(old.to_string()),
+            new_topic_id: Some(new.to_string()),
+            ..Gap::new(tp, "recreated", (next, next), low, on_gap)
+        }
+    }
+
     /// The range `from..to` of `kind`; with [`GapPolicy::Skip`] the partition resumes at `low`.
     fn new(
         tp: &TopicPartition,
@@ -103,6 +127,8 @@ impl Gap {
             kind,
             skipped,
             resumed_at: skipped.then_some(low),
+            old_topic_id: None,
+            new_topic_id: None,
         }
     }
 
@@ -116,6 +142,16 @@ impl Gap {
                 self.from_offset,
                 self.to_offset,
                 self.to_offset - self.from_offset
+            ),
+            "recreated" => format!(
+                "{}-{}: the topic was deleted and recreated (topic ID {} is now {}): records of \
+                 the old topic from offset {} on, if it held any, were not replicated, and the \
+                 new topic's records are not replicated unless the gap is skipped",
+                self.topic,
+                self.partition,
+                self.old_topic_id.as_deref().unwrap_or("?"),
+                self.new_topic_id.as_deref().unwrap_or("?"),
+                self.from_offset
             ),
             _ => format!(
                 "{}-{}: next offset {} is beyond the source log end {}: the topic was deleted and \
@@ -330,7 +366,11 @@ pub(super) fn position_partitions(
                     ))
                 })?;
                 let mut next = stored + 1;
-                if next < low {
+                if let Some(ids) = recreated_ids(spec, &run.tp) {
+                    let gap = Gap::recreated(&run.tp, next, low, ids, spec.on_gap);
+                    report_gap(spec, gap, gaps)?;
+                    next = low;
+                } else if next < low {
                     let gap = Gap::below_log_start(&run.tp, next, low, spec.on_gap);
                     report_gap(spec, gap.clone(), gaps)?;
                     next = low;
@@ -362,6 +402,16 @@ pub(super) fn position_partitions(
             .map_err(kafka_err(task, "build assignment"))?;
     }
     Ok(assignment)
+}
+
+/// The stored and the current topic ID of `tp`'s topic when both are known and differ: the
+/// topic was deleted and created again since our offset was stored (KIP-516). Where either is
+/// unknown (offsets written by Java MM2 or an earlier build, a broker without topic IDs) the
+/// offset checks against the log bounds are all there is.
+fn recreated_ids<'a>(spec: &'a SourceTaskSpec, tp: &TopicPartition) -> Option<(&'a str, &'a str)> {
+    let stored = spec.stored_topic_ids.get(tp)?;
+    let current = spec.topic_ids.get(&tp.0)?;
+    (stored != current).then_some((stored.as_str(), current.as_str()))
 }
 
 /// Logs and records `gap`; with [`GapPolicy::Fail`] returns the error that ends the task.
@@ -445,26 +495,25 @@ mod tests {
 
     #[test]
     fn gap_descriptions_name_partition_and_range() {
-        let below = Gap {
-            topic: "orders".into(),
-            partition: 3,
-            from_offset: 100,
-            to_offset: 250,
-            kind: "below_log_start",
-            skipped: false,
-            resumed_at: None,
-        };
+        let tp = ("orders".to_string(), 3);
+        let below = Gap::below_log_start(&tp, 100, 250, GapPolicy::Fail);
         let text = below.describe();
         assert!(text.contains("orders-3") && text.contains("100..250") && text.contains("150"));
-        let beyond = Gap {
-            topic: "orders".into(),
-            partition: 0,
-            from_offset: 5,
-            to_offset: 100,
-            kind: "beyond_log_end",
-            skipped: true,
-            resumed_at: Some(0),
-        };
+        let beyond = Gap::beyond_log_end(&tp, 100, (0, 5), GapPolicy::Skip);
+        assert_eq!((beyond.from_offset, beyond.to_offset), (5, 100));
+        assert_eq!(beyond.resumed_at, Some(0));
         assert!(beyond.describe().contains("recreated"));
+        let recreated = Gap::recreated(&tp, 1000, 0, ("oldId", "newId"), GapPolicy::Skip);
+        let text = recreated.describe();
+        assert!(text.contains("oldId is now newId") && text.contains("from offset 1000"));
+        let json = serde_json::to_value(&recreated).unwrap();
+        assert_eq!(json["kind"], "recreated");
+        assert_eq!(json["old_topic_id"], "oldId");
+        assert_eq!(json["resumed_at"], 0);
+        let json = serde_json::to_value(&below).unwrap();
+        assert!(
+            json.get("old_topic_id").is_none(),
+            "only recreated gaps name IDs"
+        );
     }
 }

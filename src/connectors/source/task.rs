@@ -69,6 +69,11 @@ pub struct SourceTaskSpec {
     pub remote_topics: BTreeMap<String, String>,
     /// Stored Connect offsets: the last replicated upstream offset per partition.
     pub stored_offsets: BTreeMap<TopicPartition, i64>,
+    /// The source topic ID stored beside each stored offset, where there is one.
+    pub stored_topic_ids: BTreeMap<TopicPartition, String>,
+    /// Each source topic's ID now (KIP-516), where the source broker reports one: a stored ID
+    /// that differs is a `recreated` gap.
+    pub topic_ids: BTreeMap<String, String>,
     /// Java-named settings of the replication consumer (source cluster).
     pub consumer: Props,
     /// Java-named settings of the data producer (target cluster).
