@@ -18,6 +18,9 @@ pub enum TaskRun {
     Ran,
     /// Another invocation holds the task's lease: nothing to do here.
     HeldElsewhere,
+    /// The task's partitions moved (a new assignment) and a task of the previous assignment
+    /// that copied some of them still runs elsewhere: it starts in a later slice.
+    Waiting,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -35,14 +38,29 @@ pub struct TaskReport {
     pub partitions: Vec<PartitionReport>,
     pub gaps: Vec<Gap>,
     pub error: Option<String>,
+    /// For a `waiting` task: the running tasks of the previous assignment it waits for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting_for: Option<String>,
 }
 
 impl TaskReport {
     pub fn held_elsewhere(connector: &str, task: u32) -> Self {
+        TaskReport::not_run(connector, task, TaskRun::HeldElsewhere)
+    }
+
+    /// A task of a new assignment that waits for `waiting_for` (see [`TaskRun::Waiting`]).
+    pub fn waiting(connector: &str, task: u32, waiting_for: String) -> Self {
+        TaskReport {
+            waiting_for: Some(waiting_for),
+            ..TaskReport::not_run(connector, task, TaskRun::Waiting)
+        }
+    }
+
+    fn not_run(connector: &str, task: u32, run: TaskRun) -> Self {
         TaskReport {
             connector: connector.to_string(),
             task,
-            run: TaskRun::HeldElsewhere,
+            run,
             fencing_token: None,
             records: 0,
             bytes: 0,
@@ -53,6 +71,7 @@ impl TaskReport {
             partitions: Vec::new(),
             gaps: Vec::new(),
             error: None,
+            waiting_for: None,
         }
     }
 
@@ -76,6 +95,7 @@ impl TaskReport {
             partitions: o.partitions,
             gaps: o.gaps,
             error: o.error,
+            waiting_for: None,
         }
     }
 }

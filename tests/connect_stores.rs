@@ -253,7 +253,11 @@ async fn worker_topics_are_created_compacted_with_connect_partition_counts() {
     assert_eq!(topics.status, (w["status.storage.topic"].clone(), 5));
     assert_eq!(topics.configs, (w["config.storage.topic"].clone(), 1));
     for (name, n) in [&topics.offsets, &topics.status, &topics.configs] {
-        assert_eq!(common::partition_count(&s.b, name), Some(*n), "{name}");
+        assert_eq!(
+            common::created_partition_count(&s.b, name),
+            Some(*n),
+            "{name}"
+        );
         assert_eq!(
             cleanup_policy(&s.b, name).await.as_deref(),
             Some("compact"),
@@ -326,7 +330,7 @@ async fn compacted_topic_for_connectors_is_created_once() {
         ensure_compacted_topic(&admin, &topic, 1, 1).await.unwrap(),
         Creation::Existed
     );
-    assert_eq!(common::partition_count(&s.b, &topic), Some(1));
+    assert_eq!(common::created_partition_count(&s.b, &topic), Some(1));
     assert_eq!(
         cleanup_policy(&s.b, &topic).await.as_deref(),
         Some("compact")

@@ -275,3 +275,158 @@ async fn a_slice_frozen_past_its_lease_stops_writing_when_it_thaws() {
         got.len() - total
     );
 }
+
+impl Flow {
+    fn set_tasks_max(&self, tasks: u32) {
+        let body = std::fs::read_to_string(&self.config).unwrap();
+        let kept: String = body
+            .lines()
+            .filter(|l| !l.contains(".tasks.max"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let name = self.name();
+        std::fs::write(
+            &self.config,
+            kept + &format!("{name}.tasks.max = {tasks}\n"),
+        )
+        .unwrap();
+    }
+
+    /// Clean slices, each on a fresh state directory, until one catches up (at most `limit`);
+    /// the last report.
+    fn run_until_caught_up(&self, limit: usize) -> Value {
+        for _ in 0..limit {
+            let state = tempfile::tempdir().unwrap();
+            let out = self.command(&state).output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(0), "{stderr}");
+            let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+            if report["slices"][0]["caught_up"] == true {
+                return report;
+            }
+        }
+        panic!("not caught up after {limit} clean slices");
+    }
+}
+
+/// While `first` (spawned, copying) is frozen with its leases live, a second invocation with a
+/// moved assignment must start nothing that `first` copies: every task waits for `first`'s
+/// task 0. Returns the second invocation's report.
+fn second_slice_while_frozen(flow: &Flow, first: &std::process::Child) -> Value {
+    let frozen = Frozen::pid(first.id());
+    let state = tempfile::tempdir().unwrap();
+    let second = flow.command(&state).output().unwrap();
+    frozen.thaw();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(0), "{stderr}");
+    let report: Value = serde_json::from_slice(&second.stdout).unwrap();
+    let slice = &report["slices"][0];
+    assert_eq!(
+        slice["records"], 0,
+        "copied beside the running slice: {slice:#}"
+    );
+    for task in slice["tasks"].as_array().unwrap() {
+        assert_eq!(task["run"], "waiting", "{task:#}");
+        let waits_for = task["waiting_for"].as_str().unwrap();
+        assert!(
+            waits_for.starts_with("task 0 of the previous assignment, held by "),
+            "{waits_for}"
+        );
+    }
+    report
+}
+
+/// Asserts `remote` holds the `total` keyed records exactly once each, in source order.
+async fn assert_exact_copy(remote: &str, partitions: i32, total: usize) {
+    let order = common::copy_order(&common::stack().b, remote, partitions, total).await;
+    assert_eq!(
+        (order.lost, order.duplicates, order.restarts),
+        (0, 0, 0),
+        "{remote}: {order:?}"
+    );
+    assert!(order.first_copies_in_order, "{remote}: {order:?}");
+}
+
+// A topic that sorts first arrives while a slice copies: the round robin moves the old topic's
+// partition from task 0 to task 1, which no invocation holds. Without the assignment record
+// the second invocation copied it beside the first (the run: 164,000 records on the
+// target for 84,000).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_topic_sorting_first_starts_nothing_beside_the_running_slice() {
+    let stack = common::stack();
+    let flow = Flow::new("").await;
+    flow.set_tasks_max(2);
+    let (old, new) = (format!("m-{}", flow.source), format!("a-{}", flow.source));
+    let (old_remote, new_remote) = (
+        format!("{}.{old}", flow.source),
+        format!("{}.{new}", flow.source),
+    );
+    let total = 100_000;
+    common::create_topic(&stack.a, &old, 1, &[]).await;
+    common::produce(&stack.a, &old, &common::keyed_records(1, total)).await;
+
+    let state1 = tempfile::tempdir().unwrap();
+    let first = flow
+        .command_for(&state1, "300s")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::faults::wait_for_copied(&stack.b, &old_remote, 1, 2_000);
+    common::create_topic(&stack.a, &new, 1, &[]).await;
+    common::produce(&stack.a, &new, &common::keyed_records(1, 1_000)).await;
+    let second = second_slice_while_frozen(&flow, &first);
+    assert_eq!(second["slices"][0]["tasks"].as_array().unwrap().len(), 2);
+
+    let (out, _) = wait_for_exit(first, Duration::from_secs(120));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last = flow.run_until_caught_up(5);
+    let ran = last["slices"][0]["tasks"].as_array().unwrap();
+    assert!(ran.iter().all(|t| t["run"] == "ran"), "{last:#}");
+    assert_exact_copy(&old_remote, 1, total).await;
+    assert_exact_copy(&new_remote, 1, 1_000).await;
+}
+
+// `tasks.max` raised while a slice copies: partition 1 moves to the new task 1. Without the
+// assignment record a second invocation won task 1's (free) lease and copied partition 1 beside
+// the first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tasks_max_change_starts_nothing_beside_the_running_slice() {
+    let stack = common::stack();
+    let flow = Flow::new("").await;
+    flow.set_tasks_max(1);
+    let topic = format!("m-{}", flow.source);
+    let remote = format!("{}.{topic}", flow.source);
+    let (partitions, total) = (2, 100_000);
+    common::create_topic(&stack.a, &topic, partitions, &[]).await;
+    common::produce(&stack.a, &topic, &common::keyed_records(partitions, total)).await;
+
+    let state1 = tempfile::tempdir().unwrap();
+    let first = flow
+        .command_for(&state1, "300s")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::faults::wait_for_copied(&stack.b, &remote, partitions, 2_000);
+    flow.set_tasks_max(2);
+    let second = second_slice_while_frozen(&flow, &first);
+    assert_eq!(second["slices"][0]["tasks"].as_array().unwrap().len(), 2);
+
+    let (out, _) = wait_for_exit(first, Duration::from_secs(120));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last = flow.run_until_caught_up(5);
+    let ran = last["slices"][0]["tasks"].as_array().unwrap();
+    assert_eq!(ran.len(), 2, "the new assignment runs: {last:#}");
+    assert_exact_copy(&remote, partitions, total).await;
+}

@@ -21,7 +21,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::{create_topic, partition_count, stack, unique};
+use common::{create_topic, created_partition_count, partition_count, stack, unique};
 use mirrorslice::config::connector::MirrorSourceConfig;
 use mirrorslice::config::{MirrorMakerConfig, Properties, SourceAndTarget};
 use mirrorslice::connectors::source::connector::{
@@ -155,7 +155,7 @@ async fn new_topic_is_created_with_its_configs_and_synced_on_schedule() {
     assert!(!created.configs.contains_key("min.insync.replicas"));
 
     // What the target broker actually holds.
-    assert_eq!(partition_count(&s.b, &remote), Some(3));
+    assert_eq!(created_partition_count(&s.b, &remote), Some(3));
     let on_target = describe(&s.b, &remote).await;
     assert_eq!(
         on_target.get("cleanup.policy").map(String::as_str),
@@ -307,7 +307,7 @@ async fn configs_arrive_with_creation_not_with_a_later_sync() {
         on_target.get("retention.ms").map(String::as_str),
         Some("54321")
     );
-    assert_eq!(partition_count(&s.b, &remote), Some(2));
+    assert_eq!(created_partition_count(&s.b, &remote), Some(2));
 }
 
 #[tokio::test]
@@ -374,7 +374,11 @@ async fn offset_syncs_topic_is_created_where_location_says() {
             _ => (&s.b, &s.a, format!("mm2-offset-syncs.{src}.internal")),
         };
         assert_eq!(cfg.offset_syncs_topic(), name);
-        assert_eq!(partition_count(on, &name), Some(1), "{location}: {name}");
+        assert_eq!(
+            created_partition_count(on, &name),
+            Some(1),
+            "{location}: {name}"
+        );
         assert!(
             !topic_exists(off, &name),
             "{location}: {name} on the wrong cluster"
@@ -431,7 +435,10 @@ async fn tasks_get_partitions_round_robin() {
         assert_eq!(out.task_configs[i]["task.index"], i.to_string());
     }
     assert_eq!(out.created_topics.len(), 3);
-    assert_eq!(partition_count(&s.b, &format!("{src}.{}", t(0))), Some(8));
+    assert_eq!(
+        created_partition_count(&s.b, &format!("{src}.{}", t(0))),
+        Some(8)
+    );
 }
 
 #[tokio::test]
@@ -462,7 +469,7 @@ async fn smaller_remote_topic_is_grown_or_warned_about() {
         out.warnings
     );
     let on_target = if s.is_kafka() { 3 } else { 1 };
-    assert_eq!(partition_count(&s.b, &remote), Some(on_target));
+    assert_eq!(created_partition_count(&s.b, &remote), Some(on_target));
     // Tasks still cover every source partition.
     assert_eq!(out.source_partitions.len(), 3);
 }

@@ -87,7 +87,7 @@ async fn byte_exact_copy_then_exact_resume_across_slices() {
         .iter()
         .any(|t| t == &Value::from(flow.remote(&topic))));
     assert_eq!(
-        common::partition_count(&stack.b, &flow.remote(&topic)),
+        common::created_partition_count(&stack.b, &flow.remote(&topic)),
         Some(partitions)
     );
     let got = target_records(&flow, &topic, partitions).await;
@@ -122,7 +122,10 @@ async fn offsets_are_connect_format_in_the_murmur2_partition() {
         .expect("the broker's topic ID");
 
     let offsets_topic = format!("mm2-offsets.{}.internal", flow.source);
-    assert_eq!(common::partition_count(&stack.b, &offsets_topic), Some(25));
+    assert_eq!(
+        common::created_partition_count(&stack.b, &offsets_topic),
+        Some(25)
+    );
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", &stack.b)
         .set("group.id", common::unique("offsets-reader"))
@@ -211,7 +214,7 @@ async fn topic_created_between_slices_is_replicated_with_its_configs() {
     let report = flow.run_ok();
     assert_eq!(report["records"], data.len() as u64);
     assert_eq!(
-        common::partition_count(&stack.b, &flow.remote(&second)),
+        common::created_partition_count(&stack.b, &flow.remote(&second)),
         Some(3)
     );
     let configs = common::describe_topic_configs(&stack.b, &flow.remote(&second)).await;
@@ -443,7 +446,7 @@ async fn a_source_topic_grown_between_slices_is_grown_on_the_target_and_copied()
     let slice = flow.run_ok();
     assert_eq!(slice["records"], 30, "{slice:#}");
     assert_eq!(
-        common::partition_count(&stack.b, &flow.remote(&topic)),
+        common::created_partition_count(&stack.b, &flow.remote(&topic)),
         Some(3)
     );
     let want: Vec<TestRecord> = before.into_iter().chain(after).collect();
@@ -748,7 +751,7 @@ async fn producer_settings_that_void_the_guarantee_are_refused() {
         "{stderr}"
     );
     assert_eq!(
-        common::partition_count(&stack.b, &flow.remote(&topic)),
+        common::created_partition_count(&stack.b, &flow.remote(&topic)),
         None,
         "nothing was set up or copied"
     );

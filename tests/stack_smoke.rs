@@ -135,7 +135,7 @@ async fn cluster_a_keeps_topic_config_set_at_creation() {
     let resource = results.into_iter().next().unwrap().unwrap();
     let policy = resource.get("cleanup.policy").and_then(|e| e.value.clone());
     assert_eq!(policy.as_deref(), Some("compact"));
-    assert_eq!(common::partition_count(&s.a, &topic), Some(3));
+    assert_eq!(common::created_partition_count(&s.a, &topic), Some(3));
 }
 
 #[tokio::test]

@@ -680,6 +680,14 @@ impl LeaseStore for DynamoLeaseStore {
             }),
         }
     }
+
+    /// Live by the rule of [`try_acquire`](Self::try_acquire): not yet expired by the table's
+    /// clock allowance (`expires_at_ms < now − clock_skew` is what an acquire may take).
+    async fn live_holder(&self, key: &str) -> Result<Option<LeaseInfo>, LeaseError> {
+        let cutoff = now_ms() - self.clock_skew.as_millis() as i64;
+        let lease = self.describe(key).await?;
+        Ok(lease.filter(|l| l.expires_at_ms >= cutoff))
+    }
 }
 
 impl StateStore for DynamoLeaseStore {

@@ -170,6 +170,23 @@ impl LeaseStore for LocalLeaseStore {
             expires_at_ms: r.expires_at_ms,
         }))
     }
+
+    /// Live while some process holds the file lock: probed with a shared lock, which the
+    /// holder's exclusive lock refuses (and which excludes nobody for the instant it is held).
+    async fn live_holder(&self, key: &str) -> Result<Option<LeaseInfo>, LeaseError> {
+        let Some(info) = self.describe(key).await? else {
+            return Ok(None);
+        };
+        if self.held.lock().expect("held leases").contains_key(key) {
+            return Ok(Some(info));
+        }
+        let file = File::open(self.path_for(key)).map_err(Self::io(key))?;
+        match file.try_lock_shared() {
+            Ok(()) => Ok(None),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(Some(info)),
+            Err(std::fs::TryLockError::Error(e)) => Err(Self::io(key)(e)),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -204,5 +221,24 @@ mod tests {
         a.release(&first).await.unwrap();
         assert_eq!(b.describe("A->B/S/0").await.unwrap().unwrap().owner, "b");
         assert!(b.renew(&second, ttl).await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn a_lease_is_live_exactly_while_its_file_lock_is_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (
+            LocalLeaseStore::new(dir.path()),
+            LocalLeaseStore::new(dir.path()),
+        );
+        let ttl = Duration::from_secs(30);
+        assert!(b.live_holder("k").await.unwrap().is_none(), "never taken");
+        let lease = a.try_acquire("k", "a", ttl).await.unwrap().unwrap();
+        assert_eq!(b.live_holder("k").await.unwrap().unwrap().owner, "a");
+        assert_eq!(a.live_holder("k").await.unwrap().unwrap().owner, "a");
+        // The probe itself leaves the lease to whoever asks next.
+        assert!(b.try_acquire("k", "b", ttl).await.unwrap().is_none());
+        a.release(&lease).await.unwrap();
+        assert!(b.live_holder("k").await.unwrap().is_none(), "released");
+        assert!(b.try_acquire("k", "b", ttl).await.unwrap().is_some());
     }
 }

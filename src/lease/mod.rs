@@ -113,6 +113,11 @@ pub trait LeaseStore: Send + Sync {
     async fn release(&self, lease: &LeaseInfo) -> Result<(), LeaseError>;
     /// The current holder, for diagnostics.
     async fn describe(&self, key: &str) -> Result<Option<LeaseInfo>, LeaseError>;
+    /// The holder of `key` if its lease is live: `Some` exactly when [`try_acquire`] would
+    /// refuse the lease now.
+    ///
+    /// [`try_acquire`]: LeaseStore::try_acquire
+    async fn live_holder(&self, key: &str) -> Result<Option<LeaseInfo>, LeaseError>;
 }
 
 /// A lease this process holds, renewed in the background while work runs.
@@ -302,6 +307,9 @@ mod tests {
             Ok(())
         }
         async fn describe(&self, _: &str) -> Result<Option<LeaseInfo>, LeaseError> {
+            Ok(None)
+        }
+        async fn live_holder(&self, _: &str) -> Result<Option<LeaseInfo>, LeaseError> {
             Ok(None)
         }
     }

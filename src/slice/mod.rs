@@ -20,6 +20,7 @@
 //!    trace otherwise) and one slice-report record per task go to the status topic; leases are
 //!    released; the [`SliceReport`] is returned.
 
+mod assignment;
 mod source;
 
 use crate::config::guarantees;

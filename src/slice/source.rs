@@ -1,6 +1,7 @@
 //! The source connector's part of a slice (steps 2–5 of [`super`]): worker topics, the
 //! connector phase under its lease, then every task this invocation wins, copying side by side.
 
+use super::assignment::{self, admit_under_connector_lease, AssignmentRecord, Gate};
 use super::{
     config_hash_key, join_releases, offsets_hint_key, release_now, setup, task_producer_props,
     worker_client_props, SliceEnv, SliceError,
@@ -19,7 +20,7 @@ use crate::connectors::source::task::{
     run_source_task, SourceTaskSpec, TaskError, TaskHooks, TaskMemory, TaskOutcome, TopicPartition,
 };
 use crate::lease::{
-    connector_key, task_key, HeldLease, LeaseError, LeaseStore, LeaseTiming, Ownership,
+    connector_key, task_key, HeldLease, LeaseError, LeaseInfo, LeaseStore, LeaseTiming, Ownership,
 };
 use crate::plan::PairConfigs;
 use crate::report::{ConnectorActivity, SliceReport, TaskReport};
@@ -75,12 +76,12 @@ impl SourceSlice<'_> {
         // Leases given back while the slice goes on; all are back before it returns. (Detached
         // tasks, not a JoinSet: an early return must not abort a release in progress.)
         let mut releases: Vec<tokio::task::JoinHandle<()>> = Vec::new();
-        let phase = self.connector_phase(&topics, &clients).await;
-        releases.push(tokio::spawn(release_now(connector_lease)));
-        let (outcome, configs_written) = match phase {
+        let record_key = assignment::record_key(&self.flow(), CONNECTOR);
+        let record = assignment::read_record(self.env.state.clone(), record_key);
+        let (outcome, configs_written) = match self.connector_phase(&topics, &clients).await {
             Ok(done) => done,
             Err(e) => {
-                join_releases(releases, self.deadline).await;
+                release_now(connector_lease).await;
                 return Err(e);
             }
         };
@@ -100,7 +101,13 @@ impl SourceSlice<'_> {
             name: CONNECTOR.to_string(),
             status: self.status(State::Running, None),
         }]);
-        let won = match self.acquire_task_leases(&outcome, report).await {
+        // Task leases are taken under the connector lease (see `assignment`), which goes back
+        // right after.
+        let won = self
+            .acquire_task_leases(&outcome, record, &connector_lease, report)
+            .await;
+        releases.push(tokio::spawn(release_now(connector_lease)));
+        let won = match won {
             Ok(won) => won,
             Err(e) => {
                 self.flush_status(&status).await;
@@ -213,16 +220,46 @@ impl SourceSlice<'_> {
         Ok((outcome, written))
     }
 
-    /// Step 4: requests every task's lease at once (one round trip, not one per task). Tasks
-    /// held by another invocation are reported as such; the rest are this slice's.
+    /// Step 4, under the connector lease: admits the tasks whose partitions no task of an
+    /// earlier assignment still copies ([`assignment`]), then requests their leases at once
+    /// (one round trip, not one per task). Tasks held by another invocation, or waiting for
+    /// one, are reported as such; the rest are this slice's.
     async fn acquire_task_leases(
         &self,
         outcome: &ConnectorPhaseOutcome,
+        record: tokio::task::JoinHandle<Result<AssignmentRecord, String>>,
+        connector_lease: &HeldLease,
         report: &mut SliceReport,
     ) -> Result<Vec<WonTask>, SliceError> {
         let flow = self.flow();
+        let record = record.await.expect("record read panicked");
+        let record = record.map_err(|e| setup(self.pair, e))?;
+        let task_key_of = |id| task_key(&flow, CONNECTOR, id);
+        let gate = Gate {
+            leases: &self.env.leases,
+            state: &self.env.state,
+            record_key: assignment::record_key(&flow, CONNECTOR),
+            task_key: &task_key_of,
+            connector_token: connector_lease.info().fencing_token,
+            until: self.stop_at,
+        };
+        let wanted = AssignmentRecord::of(&outcome.task_partitions);
+        let (admission, holders) = admit_under_connector_lease(&gate, record, &wanted)
+            .await
+            .map_err(|e| setup(self.pair, e))?;
+        for (id, blockers) in &admission.waiting {
+            tracing::info!(
+                task = id,
+                ?blockers,
+                "task waits for the previous assignment"
+            );
+            let waiting_for = waiting_for(blockers, &holders);
+            report
+                .tasks
+                .push(TaskReport::waiting(CONNECTOR, *id, waiting_for));
+        }
         let mut acquiring = tokio::task::JoinSet::new();
-        for id in 0..outcome.task_partitions.len() as u32 {
+        for id in admission.startable {
             let (leases, owner) = (self.env.leases.clone(), self.env.owner.clone());
             let key = task_key(&flow, CONNECTOR, id);
             let (timing, until) = (self.settings.lease, self.stop_at);
@@ -238,8 +275,13 @@ impl SourceSlice<'_> {
                     tracing::info!(task = id, "task lease held by another invocation");
                     report.tasks.push(TaskReport::held_elsewhere(CONNECTOR, id));
                 }
-                (_, Err(e)) => failure = Some(e),
+                (_, Err(e)) => failure = Some(e.to_string()),
             }
+        }
+        // A holder frozen past its connector lease must not start tasks a successor may have
+        // reassigned meanwhile.
+        if failure.is_none() && !connector_lease.still_owner() {
+            failure = Some("the connector lease ran out while task leases were taken".into());
         }
         let Some(e) = failure else {
             won.sort_by_key(|t| t.id);
@@ -466,6 +508,15 @@ impl TaskRun {
         );
         (finished(lease), outcome)
     }
+}
+
+/// What a waiting task waits for, for its report: the live tasks of the previous assignment.
+fn waiting_for(blockers: &[u32], holders: &BTreeMap<u32, LeaseInfo>) -> String {
+    let each = blockers.iter().map(|id| match holders.get(id) {
+        Some(h) => format!("task {id} of the previous assignment, held by {}", h.owner),
+        None => format!("task {id} of the previous assignment"),
+    });
+    each.collect::<Vec<_>>().join("; ")
 }
 
 /// The source connector's simple name: its lease keys, config and status records use it.

@@ -319,6 +319,21 @@ pub fn partition_count(bootstrap: &str, topic: &str) -> Option<i32> {
     Some(t.partitions().len() as i32)
 }
 
+/// Partition count of a topic that was just created: Apache Kafka answers CreateTopics before
+/// every broker's metadata cache shows the topic, so a metadata request right after it can still
+/// say "unknown topic". Polls for up to `REQUEST_TIMEOUT`; `None` only if it never appears.
+/// Blocking.
+pub fn created_partition_count(bootstrap: &str, topic: &str) -> Option<i32> {
+    let deadline = Instant::now() + REQUEST_TIMEOUT;
+    loop {
+        let count = partition_count(bootstrap, topic);
+        if count.is_some() || Instant::now() >= deadline {
+            return count;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Produces `records` in order and waits for every delivery report; panics on any failure.
 /// Returns the `(partition, offset)` each record was written at, in input order.
 pub async fn produce(bootstrap: &str, topic: &str, records: &[TestRecord]) -> Vec<(i32, i64)> {
@@ -761,4 +776,55 @@ pub fn keyed_records(partitions: i32, total: usize) -> Vec<TestRecord> {
             timestamp: Some(1_700_000_000_000 + i as i64),
         })
         .collect()
+}
+
+/// How the records of [`keyed_records`] sit in a remote topic, partition by partition.
+#[derive(Debug, Default)]
+pub struct CopyOrder {
+    /// Source records not on the target.
+    pub lost: usize,
+    /// Copies beyond the first of a record.
+    pub duplicates: usize,
+    /// Places where a partition does not continue with the next source record: a re-copy after
+    /// a kill restarts once; two writers at once restart again and again.
+    pub restarts: usize,
+    /// Whether every record's first copy sits in source order, in its source partition.
+    pub first_copies_in_order: bool,
+}
+
+/// Reads `remote` and compares it with `total` [`keyed_records`] over `partitions`.
+pub async fn copy_order(bootstrap: &str, remote: &str, partitions: i32, total: usize) -> CopyOrder {
+    let got = consume_all(bootstrap, remote, partitions).await;
+    let mut by_partition: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
+    for r in &got {
+        let key = String::from_utf8(r.key.clone().expect("keyed record")).unwrap();
+        let i: usize = key.trim_start_matches('k').parse().expect("key k<i>");
+        assert_eq!(
+            i % partitions as usize,
+            r.partition as usize,
+            "record k{i} moved partition"
+        );
+        by_partition.entry(r.partition).or_default().push(i);
+    }
+    let mut order = CopyOrder {
+        first_copies_in_order: true,
+        ..CopyOrder::default()
+    };
+    let mut seen = BTreeSet::new();
+    for seq in by_partition.values() {
+        let mut last_first = None;
+        for (n, i) in seq.iter().enumerate() {
+            if !seen.insert(*i) {
+                order.duplicates += 1;
+            } else {
+                order.first_copies_in_order &= last_first.is_none_or(|l| l < *i);
+                last_first = Some(*i);
+            }
+            if n > 0 && *i != seq[n - 1] + partitions as usize {
+                order.restarts += 1;
+            }
+        }
+    }
+    order.lost = total - seen.len();
+    order
 }
