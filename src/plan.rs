@@ -519,10 +519,9 @@ fn flow_plan(
         });
     }
 
-    let flush_ms = worker
-        .get("offset.flush.interval.ms")
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(60_000);
+    // A bad value was refused with the pair's settings (`SliceSettings::for_pair`).
+    let flush_ms =
+        crate::config::slice::offset_flush_interval(worker).map_or(0, |d| d.as_millis() as i64);
 
     FlowPlan {
         flow: pair.to_string(),

@@ -430,3 +430,150 @@ async fn a_tasks_max_change_starts_nothing_beside_the_running_slice() {
     assert_eq!(ran.len(), 2, "the new assignment runs: {last:#}");
     assert_exact_copy(&remote, partitions, total).await;
 }
+
+/// Children of a storm, SIGKILLed by PID when dropped: a failing test leaves no slice running.
+struct Storm {
+    children: Vec<(std::process::Child, tempfile::TempDir)>,
+    kills: usize,
+}
+
+impl Storm {
+    /// SIGKILLs the child at `idx` and reaps it.
+    fn kill(&mut self, idx: usize) {
+        let (mut child, _state) = self.children.swap_remove(idx);
+        if child.try_wait().unwrap().is_none() {
+            common::faults::signal(child.id(), nix::sys::signal::Signal::SIGKILL);
+            self.kills += 1;
+        }
+        child.wait().unwrap();
+    }
+
+    /// Reaps children that ended by themselves; each must have exited 0 or 1 (a slice that
+    /// found its lease taken over), never crashed.
+    fn reap(&mut self) {
+        let mut i = 0;
+        while i < self.children.len() {
+            if let Some(status) = self.children[i].0.try_wait().unwrap() {
+                let log = self.children[i].1.path().join("stderr");
+                let stderr = std::fs::read_to_string(log).unwrap_or_default();
+                assert!(matches!(status.code(), Some(0 | 1)), "{status:?}: {stderr}");
+                self.children.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+}
+
+impl Drop for Storm {
+    fn drop(&mut self) {
+        while !self.children.is_empty() {
+            self.kill(0);
+        }
+    }
+}
+
+/// A small xorshift: the storm's timing varies per run; the seed is printed to replay it.
+fn next_random(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+// The kill -9 storm: overlapping `mirrorslice run` processes under the DynamoDB lease,
+// SIGKILLed at random while the source is being written; then clean slices. Nothing may be lost
+// or reordered, and a kill may re-copy only what its slice copied since its last position commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_storm_loses_nothing_and_duplicates_little() {
+    let stack = common::stack();
+    let flow =
+        Flow::new("mirrorslice.lease.duration = 4s\nmirrorslice.lease.skew.allowance = 1s\n").await;
+    flow.set_tasks_max(2);
+    let topic = format!("storm-{}", flow.source);
+    let remote = format!("{}.{topic}", flow.source);
+    // A small backlog, then a steady stream (~10,000 records/s) while the storm goes on: each
+    // slice starts behind (by what arrived while the leases of killed slices ran out) and
+    // catches up, so kills land before, during and after copies.
+    let (partitions, total, backlog) = (4, 200_000usize, 20_000usize);
+    common::create_topic(&stack.a, &topic, partitions, &[]).await;
+    let data = common::keyed_records(partitions, total);
+    common::produce(&stack.a, &topic, &data[..backlog]).await;
+    let writer = {
+        let (bootstrap, topic) = (stack.a.clone(), topic.clone());
+        tokio::spawn(async move {
+            for part in data[backlog..].chunks(3_000) {
+                common::produce(&bootstrap, &topic, part).await;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+        })
+    };
+
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    eprintln!("kill storm seed {seed}");
+    let mut storm = Storm {
+        children: Vec::new(),
+        kills: 0,
+    };
+    let storm_started = std::time::Instant::now();
+    for _ in 0..200 {
+        if storm.kills >= 25 {
+            break;
+        }
+        storm.reap();
+        while storm.children.len() < 3 {
+            let state = tempfile::tempdir().unwrap();
+            let stderr = std::fs::File::create(state.path().join("stderr")).unwrap();
+            let child = flow
+                .command(&state)
+                .stdout(Stdio::null())
+                .stderr(stderr)
+                .spawn()
+                .unwrap();
+            storm.children.push((child, state));
+        }
+        tokio::time::sleep(Duration::from_millis(200 + next_random(&mut seed) % 1_300)).await;
+        let victim = (next_random(&mut seed) % storm.children.len() as u64) as usize;
+        storm.kill(victim);
+    }
+    let kills = storm.kills;
+    assert!(kills >= 25, "only {kills} kills");
+    drop(storm);
+    let during = common::consume_count_quick(&stack.b, &remote, partitions).await;
+    eprintln!(
+        "kill storm: {during} records on the target when the storm ended after {:?}",
+        storm_started.elapsed()
+    );
+    tokio::time::timeout(Duration::from_secs(120), writer)
+        .await
+        .expect("the writer finished")
+        .unwrap();
+
+    // The leases of the killed slices expire; then clean slices.
+    let leases = DynamoLeaseStore::with_endpoint(&stack.dynamodb, "us-east-1", &flow.table);
+    for task in 0..2 {
+        let key = task_key(&flow.name(), "MirrorSourceConnector", task);
+        common::faults::wait_for_lease_expiry(&leases, &key).await;
+    }
+    let last = flow.run_until_caught_up(5);
+    assert_eq!(last["slices"][0]["ok"], true, "{last:#}");
+    let order = common::copy_order(&stack.b, &remote, partitions, total).await;
+    eprintln!(
+        "kill storm: {kills} kills, {} records, {} lost, {} duplicates ({:.2} %), {} restarts",
+        total,
+        order.lost,
+        order.duplicates,
+        100.0 * order.duplicates as f64 / total as f64,
+        order.restarts
+    );
+    assert_eq!(order.lost, 0, "{order:?}");
+    assert!(order.first_copies_in_order, "{order:?}");
+    assert!(
+        order.duplicates * 20 <= total,
+        "more than 5 % duplicates: {order:?}"
+    );
+}

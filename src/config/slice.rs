@@ -15,8 +15,11 @@
 //! | `mirrorslice.lease.skew.allowance` | `5s` | how much sooner than its expiry a lease stops being trusted |
 //! | `mirrorslice.lambda.memory.mb` | `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`, else `1024` | memory size used for the cost estimate |
 //! | `mirrorslice.lambda.price.per.gb.second` | `0.0000133334` | USD per GB-second (arm64, us-east-1) |
+//!
+//! One worker key is read here too, because its default differs from Java's: a slice commits
+//! its position every `offset.flush.interval.ms` (see [`DEFAULT_OFFSET_FLUSH_INTERVAL`]).
 
-use super::{ConfigError, MirrorMakerConfig, SourceAndTarget};
+use super::{ConfigError, MirrorMakerConfig, Props, SourceAndTarget};
 use crate::connectors::source::task::GapPolicy;
 use crate::lease::{LeaseTiming, MIN_LEASE_DURATION};
 use std::time::Duration;
@@ -31,6 +34,17 @@ pub const LAMBDA_MEMORY_MB: &str = "mirrorslice.lambda.memory.mb";
 pub const LAMBDA_PRICE: &str = "mirrorslice.lambda.price.per.gb.second";
 
 /// Published AWS Lambda arm64 price per GB-second (first tier, us-east-1).
+/// The Connect worker key for the position-commit cadence, set like any worker key: on the
+/// target cluster (`B.offset.flush.interval.ms`).
+pub const OFFSET_FLUSH_INTERVAL: &str = "offset.flush.interval.ms";
+/// How often a slice commits its position when `offset.flush.interval.ms` is not set. Java's
+/// default is 60 s: an always-on worker rarely dies, and then re-copies up to a minute. A slice
+/// killed mid-copy (OOM, a crashed sandbox) re-copies everything since its last commit, and
+/// such kills are what a slice must shrug off, so it commits every second. A commit is one
+/// small record per partition that moved, written to the offsets topic while the copy waits
+/// for its acknowledgement (a round trip to the target), plus the offset syncs it promotes.
+pub const DEFAULT_OFFSET_FLUSH_INTERVAL: Duration = Duration::from_secs(1);
+
 pub const ARM64_PRICE_PER_GB_SECOND: f64 = 0.0000133334;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -40,6 +54,8 @@ pub struct SliceSettings {
     pub commit_margin: Duration,
     pub silence_check_after: Duration,
     pub lease: LeaseTiming,
+    /// How often a task commits its position (`offset.flush.interval.ms`).
+    pub offset_flush_interval: Duration,
     pub lambda_memory_mb: u32,
     pub price_per_gb_second: f64,
 }
@@ -52,9 +68,25 @@ impl Default for SliceSettings {
             commit_margin: Duration::from_secs(2),
             silence_check_after: Duration::from_secs(3),
             lease: LeaseTiming::default(),
+            offset_flush_interval: DEFAULT_OFFSET_FLUSH_INTERVAL,
             lambda_memory_mb: 1024,
             price_per_gb_second: ARM64_PRICE_PER_GB_SECOND,
         }
+    }
+}
+
+/// The position-commit cadence of a worker config: `offset.flush.interval.ms` in milliseconds
+/// (at least 1), else [`DEFAULT_OFFSET_FLUSH_INTERVAL`]. A bad value comes back with the reason.
+pub fn offset_flush_interval(worker: &Props) -> Result<Duration, (String, String)> {
+    let Some(v) = worker.get(OFFSET_FLUSH_INTERVAL) else {
+        return Ok(DEFAULT_OFFSET_FLUSH_INTERVAL);
+    };
+    match v.trim().parse::<u64>() {
+        Ok(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
+        _ => Err((
+            v.clone(),
+            "expected a positive number of milliseconds".into(),
+        )),
     }
 }
 
@@ -95,6 +127,18 @@ impl SliceSettings {
                     LeaseTiming::default().skew_allowance,
                 )?,
             },
+            offset_flush_interval: offset_flush_interval(&mm.worker_config(pair)?).map_err(
+                |(v, reason)| {
+                    // Name the key as written: on the target cluster, or at top level.
+                    let scoped = format!("{}.{OFFSET_FLUSH_INTERVAL}", pair.target);
+                    let key = if mm.raw().get(&scoped).is_some() {
+                        scoped.as_str()
+                    } else {
+                        OFFSET_FLUSH_INTERVAL
+                    };
+                    fail(key, &v, &reason)
+                },
+            )?,
             ..Default::default()
         };
         if let Err(reason) = s.lease.check() {
@@ -187,6 +231,8 @@ mod tests {
             ("A->B.mirrorslice.lease.skew.allowance", "16s"),
             // Too short for the default 5 s allowance: the key set is the one named.
             ("mirrorslice.lease.duration", "6s"),
+            ("B.offset.flush.interval.ms", "1s"),
+            ("B.offset.flush.interval.ms", "0"),
         ] {
             let err = SliceSettings::for_pair(&mm(&[(key, value)]), &ab()).unwrap_err();
             assert!(err.to_string().contains(key), "{err}");
@@ -202,6 +248,20 @@ mod tests {
         let s = SliceSettings::for_pair(&m, &ab()).unwrap();
         assert_eq!(s.lease.duration, Duration::from_secs(6));
         assert_eq!(s.lease.trusted_for(), Duration::from_secs(5));
+    }
+
+    #[test]
+    fn commit_cadence_is_a_second_unless_the_worker_key_says_otherwise() {
+        let default = SliceSettings::for_pair(&mm(&[]), &ab()).unwrap();
+        assert_eq!(default.offset_flush_interval, Duration::from_secs(1));
+        // A worker key, set as MM2 sets them: on the target cluster.
+        let s = SliceSettings::for_pair(&mm(&[("B.offset.flush.interval.ms", "60000")]), &ab());
+        assert_eq!(s.unwrap().offset_flush_interval, Duration::from_secs(60));
+        // Not on the source cluster, and (as in MM2) not at top level: no worker reads those.
+        for key in ["A.offset.flush.interval.ms", "offset.flush.interval.ms"] {
+            let s = SliceSettings::for_pair(&mm(&[(key, "60000")]), &ab()).unwrap();
+            assert_eq!(s.offset_flush_interval, Duration::from_secs(1), "{key}");
+        }
     }
 
     #[test]

@@ -304,13 +304,6 @@ impl SourceSlice<'_> {
     ) -> TaskRun {
         let (flow, cfg, id) = (self.flow(), &self.configs.source, task.id);
         let partitions = &outcome.task_partitions[id as usize];
-        let flush_interval = Duration::from_millis(
-            self.configs
-                .worker
-                .get("offset.flush.interval.ms")
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(60_000),
-        );
         let spec = SourceTaskSpec {
             name: format!("{flow}|{CONNECTOR}-{id}"),
             partitions: partitions.clone(),
@@ -335,7 +328,7 @@ impl SourceSlice<'_> {
                 )
             }),
             offset_lag_max: cfg.offset_lag_max,
-            flush_interval,
+            flush_interval: self.settings.offset_flush_interval,
             stop_at: self.stop_at,
             flush_deadline: self
                 .deadline
