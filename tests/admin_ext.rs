@@ -71,6 +71,25 @@ async fn topic_config(
     resource.get(name).and_then(|e| e.value.clone())
 }
 
+/// [`topic_config`] once it is no longer `old`: Apache Kafka answers IncrementalAlterConfigs
+/// when the change is in the metadata log, and a DescribeConfigs right after it can still see
+/// the broker's previous value. Polls for up to 10 s; the last value read.
+async fn topic_config_changed_from(
+    admin: &AdminClient<DefaultClientContext>,
+    topic: &str,
+    name: &str,
+    old: Option<&str>,
+) -> Option<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = topic_config(admin, topic, name).await;
+        if now.as_deref() != old || Instant::now() >= deadline {
+            return now;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 // §6.5: periodic config sync uses incrementalAlterConfigs; SET copies the source value, DELETE
 // reverts the target to its own default.
 #[tokio::test]
@@ -98,7 +117,7 @@ async fn incremental_alter_set_then_delete() {
     assert_eq!(results.len(), 1, "{results:?}");
     assert!(results[&topic].is_ok(), "{results:?}");
     assert_eq!(
-        topic_config(&admin, &topic, "retention.ms")
+        topic_config_changed_from(&admin, &topic, "retention.ms", before.as_deref())
             .await
             .as_deref(),
         Some(value)
@@ -113,7 +132,7 @@ async fn incremental_alter_set_then_delete() {
         .await
         .expect("DELETE request");
     assert!(results[&topic].is_ok(), "{results:?}");
-    let after = topic_config(&admin, &topic, "retention.ms").await;
+    let after = topic_config_changed_from(&admin, &topic, "retention.ms", Some(value)).await;
     assert_ne!(after.as_deref(), Some(value));
     if stack().is_kafka() {
         // Kafka shows the default again.

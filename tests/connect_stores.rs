@@ -727,6 +727,39 @@ async fn a_corrupt_hint_falls_back_to_a_full_read_and_is_rewritten() {
     assert_eq!(after.offsets, loaded.offsets);
 }
 
+// A task commits every second; its hint (two state-store round trips) is written at most every
+// hint interval, and once more when the task is done, so it may lag the commits in between:
+// a load from a lagging hint still finds the newest offsets (it reads past the hint).
+#[tokio::test]
+async fn commits_write_the_hint_at_its_interval_and_the_end_only() {
+    let f = OffsetsFixture::new().await;
+    let parts: Vec<SourcePartition> = (0..2).map(|p| src("hint-interval", p)).collect();
+    let hint = |state: &Arc<dyn StateStore>| {
+        state
+            .get("A->B/MirrorSourceConnector/0/offsets-hint")
+            .unwrap()
+    };
+    let mut store = f
+        .store(f.state.clone())
+        .with_hint_interval(Duration::from_secs(3600));
+    store.load(&parts).await.unwrap();
+    let at_load = hint(&f.state);
+    store.commit(&offsets_of(&parts, 5)).await.unwrap();
+    store.commit(&offsets_of(&parts, 9)).await.unwrap();
+    assert_eq!(hint(&f.state), at_load, "no hint write inside the interval");
+    let lagging = f.store(f.state.clone()).load(&parts).await.unwrap();
+    assert_eq!(lagging.offsets, offsets_of(&parts, 9));
+
+    store.save_hint_if_stale().unwrap();
+    let at_end = hint(&f.state);
+    assert_ne!(at_end, at_load, "written when the task is done");
+    store.save_hint_if_stale().unwrap();
+    assert_eq!(hint(&f.state), at_end);
+    let loaded = f.store(f.state.clone()).load(&parts).await.unwrap();
+    assert!(!loaded.full_read);
+    assert_eq!(loaded.offsets, offsets_of(&parts, 9));
+}
+
 // A hint taken from a read of every partition knows each key sits on its own partition: a key
 // it does not cover (a new task partition) costs a read of that partition only.
 #[tokio::test]

@@ -180,6 +180,13 @@ pub struct OffsetStore {
     /// Hint writes give up at this instant (the writer's lease validity), see
     /// [`OffsetStore::hint_writes_until`].
     hint_until: Option<Instant>,
+    /// Commits write the hint at most this often (zero: at every commit); see
+    /// [`OffsetStore::with_hint_interval`].
+    hint_interval: Duration,
+    /// When the hint was last written (or the store made), for `hint_interval`.
+    hint_saved_at: Instant,
+    /// A commit moved positions the stored hint does not show yet.
+    hint_stale: bool,
     read_timeout: Duration,
     tracked: BTreeMap<PartitionKey, Tracked>,
     /// Known stored value of each tracked key (`None` = no offset), as of `positions`.
@@ -226,6 +233,9 @@ impl OffsetStore {
             hint_key: hint_key.into(),
             fencing_token: None,
             hint_until: None,
+            hint_interval: Duration::ZERO,
+            hint_saved_at: Instant::now(),
+            hint_stale: false,
             read_timeout: DEFAULT_READ_TIMEOUT,
             tracked: BTreeMap::new(),
             values: BTreeMap::new(),
@@ -239,6 +249,23 @@ impl OffsetStore {
     pub fn fenced_by(mut self, fencing_token: u64) -> Self {
         self.fencing_token = Some(fencing_token);
         self
+    }
+
+    /// Commits write the position hint at most every `interval`; the writer calls
+    /// [`OffsetStore::save_hint_if_stale`] when it is done. A hint costs a state-store read and
+    /// write (two DynamoDB round trips), too much for every commit of a copy that commits every
+    /// second; a hint that lags the commits only makes the next load read a little more.
+    pub fn with_hint_interval(mut self, interval: Duration) -> Self {
+        self.hint_interval = interval;
+        self
+    }
+
+    /// Writes the position hint if a commit moved positions since it was last written.
+    pub fn save_hint_if_stale(&mut self) -> Result<(), OffsetStoreError> {
+        if self.hint_stale {
+            self.save_hint()?;
+        }
+        Ok(())
     }
 
     /// Hint writes from now on give up at `until` (e.g. when the writer's lease stops being
@@ -642,7 +669,10 @@ impl OffsetStore {
                 }
             }
         }
-        self.save_hint()?;
+        self.hint_stale = true;
+        if self.hint_saved_at.elapsed() >= self.hint_interval {
+            self.save_hint()?;
+        }
         Ok(count)
     }
 
@@ -703,7 +733,8 @@ impl OffsetStore {
         Ok(hint)
     }
 
-    fn save_hint(&self) -> Result<(), OffsetStoreError> {
+    fn save_hint(&mut self) -> Result<(), OffsetStoreError> {
+        self.hint_saved_at = Instant::now();
         let positions: Map<String, Value> = self
             .positions
             .iter()
@@ -735,6 +766,7 @@ impl OffsetStore {
         }
         // An idle slice finds the hint it read: no write (a round trip on DynamoDB).
         if self.state.get(&self.hint_key).ok().flatten().as_ref() == Some(&doc) {
+            self.hint_stale = false;
             return Ok(());
         }
         let state = self
@@ -746,7 +778,10 @@ impl OffsetStore {
             None => state.put(&self.hint_key, &doc),
         };
         match written {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                self.hint_stale = false;
+                Ok(())
+            }
             // A newer lease holder wrote positions since: this writer is stale.
             Err(e @ StateError::Fenced { .. }) => Err(e.into()),
             // The previous hint stays: still a consistent (position, values) pair.
@@ -881,9 +916,9 @@ mod tests {
     // holder exists: that is the writer's error.
     #[test]
     fn only_a_fenced_hint_write_fails_the_commit() {
-        let stalled = store(Arc::new(Refusing { fenced: false })).fenced_by(3);
+        let mut stalled = store(Arc::new(Refusing { fenced: false })).fenced_by(3);
         assert!(stalled.save_hint().is_ok());
-        let stale = store(Arc::new(Refusing { fenced: true })).fenced_by(3);
+        let mut stale = store(Arc::new(Refusing { fenced: true })).fenced_by(3);
         assert!(matches!(
             stale.save_hint(),
             Err(OffsetStoreError::State(StateError::Fenced { token: 3, .. }))

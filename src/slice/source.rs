@@ -348,7 +348,8 @@ impl SourceSlice<'_> {
             self.env.state.clone(),
             offsets_hint_key(&flow, CONNECTOR, id),
         )
-        .fenced_by(task.lease.info().fencing_token);
+        .fenced_by(task.lease.info().fencing_token)
+        .with_hint_interval(HINT_INTERVAL);
         TaskRun {
             id,
             token: task.lease.info().fencing_token,
@@ -489,7 +490,11 @@ impl TaskRun {
             source_alias,
             topic_ids: spec.topic_ids.clone(),
         };
-        let copied = tokio::task::spawn_blocking(move || run_source_task(&spec, &mut hooks));
+        let copied = tokio::task::spawn_blocking(move || {
+            let outcome = run_source_task(&spec, &mut hooks);
+            hooks.save_hint();
+            outcome
+        });
         let outcome = match copied.await {
             Ok(o) => o,
             Err(e) => TaskOutcome::empty(Some(format!("task panicked: {e}"))),
@@ -609,6 +614,10 @@ async fn acquire_by(
     }
 }
 
+/// How often a task's commits also write its offsets position hint (and at its end): the hint
+/// costs two state-store round trips, a commit (every second by default) only its record.
+const HINT_INTERVAL: Duration = Duration::from_secs(30);
+
 /// Commits go to the Connect offsets topic; ownership comes from the task's lease.
 struct StoreHooks {
     /// The task's name, for errors.
@@ -621,6 +630,22 @@ struct StoreHooks {
     source_alias: String,
     /// Written beside each committed offset: the ID of the topic it was read from.
     topic_ids: BTreeMap<String, String>,
+}
+
+impl StoreHooks {
+    /// After the task: the position hint for the next slice's load, if the last commits left it
+    /// behind, while the lease is trusted (a hint not written only makes that load read more).
+    fn save_hint(&mut self) {
+        let Some(until) = self.ownership.valid_until().filter(|t| Instant::now() < *t) else {
+            return;
+        };
+        self.store.hint_writes_until(until.min(self.deadline));
+        // In the runtime's context, as in a commit: the DynamoDB state store needs it.
+        let (handle, store) = (self.handle.clone(), &mut self.store);
+        if let Err(e) = handle.block_on(async { store.save_hint_if_stale() }) {
+            tracing::warn!(task = %self.task, error = %e, "offsets position hint not written; the next load reads more of the topic");
+        }
+    }
 }
 
 impl TaskHooks for StoreHooks {
