@@ -17,20 +17,21 @@ use mirrorslice::state::{StateError, StateStore};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Counts the state requests a slice makes; delegates to the real store.
 struct Counting {
     inner: Arc<DynamoLeaseStore>,
-    gets: AtomicUsize,
+    /// Keys read one by one (not through the prefetch).
+    gets: Mutex<Vec<String>>,
     batch_gets: AtomicUsize,
-    puts: Arc<std::sync::Mutex<Vec<String>>>,
+    puts: Arc<Mutex<Vec<String>>>,
 }
 
 impl StateStore for Counting {
     fn get(&self, key: &str) -> Result<Option<Value>, StateError> {
-        self.gets.fetch_add(1, Ordering::SeqCst);
+        self.gets.lock().unwrap().push(key.to_string());
         self.inner.get(key)
     }
     fn put(&self, key: &str, value: &Value) -> Result<(), StateError> {
@@ -45,7 +46,7 @@ impl StateStore for Counting {
 
 impl Counting {
     fn reset(&self) {
-        self.gets.store(0, Ordering::SeqCst);
+        self.gets.lock().unwrap().clear();
         self.batch_gets.store(0, Ordering::SeqCst);
         self.puts.lock().unwrap().clear();
     }
@@ -81,7 +82,7 @@ async fn an_idle_slice_reads_its_state_once_writes_none_and_returns_every_lease(
     store.create_table_if_missing().await.unwrap();
     let counting = Arc::new(Counting {
         inner: store.clone(),
-        gets: AtomicUsize::new(0),
+        gets: Default::default(),
         batch_gets: AtomicUsize::new(0),
         puts: Default::default(),
     });
@@ -120,10 +121,13 @@ async fn an_idle_slice_reads_its_state_once_writes_none_and_returns_every_lease(
         1,
         "state is read in one request"
     );
+    // Every read is served from the prefetch but the assignment record's, which is read
+    // under the connector lease (one GetItem, overlapping the connector phase): a prefetched
+    // copy could predate another slice's write.
     assert_eq!(
-        counting.gets.load(Ordering::SeqCst),
-        0,
-        "every read is served from the prefetch"
+        *counting.gets.lock().unwrap(),
+        vec![format!("{flow}/MirrorSourceConnector/assignment")],
+        "one read besides the prefetch"
     );
     assert_eq!(
         *counting.puts.lock().unwrap(),
