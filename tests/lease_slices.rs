@@ -577,8 +577,15 @@ async fn a_kill_storm_loses_nothing_and_duplicates_little() {
     );
     assert_eq!(order.lost, 0, "{order:?}");
     assert!(order.first_copies_in_order, "{order:?}");
+    // Each kill re-copies what its slice copied since its last position commit (every second
+    // by default): in this storm, where a slice often catches up within its first second, that
+    // can be the whole slice. Two writers at once would double whole partitions instead.
     assert!(
-        order.duplicates * 20 <= total,
-        "more than 5 % duplicates: {order:?}"
+        order.duplicates * 3 <= total,
+        "more than a third duplicated: {order:?}"
     );
+    // A re-copy starts once per partition of a slice that stopped without its last commit;
+    // two writers at once would restart again and again as their copies interleave.
+    let stops = (kills + lost_leases) * partitions as usize;
+    assert!(order.restarts <= stops, "{order:?} after {stops} stops");
 }
