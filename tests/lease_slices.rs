@@ -193,12 +193,7 @@ async fn a_slice_frozen_past_its_lease_stops_writing_when_it_thaws() {
 
     // 1. The first slice copies until a few thousand records are on the target; then it freezes.
     let state1 = tempfile::tempdir().unwrap();
-    let first = flow
-        .command_for(&state1, "300s")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let first = flow.spawn_long(&state1);
     common::faults::wait_for_copied(&stack.b, &remote, partitions, 5_000);
     let frozen = Frozen::pid(first.id());
     let at_freeze = common::consume_count_quick(&stack.b, &remote, partitions).await;
@@ -292,6 +287,15 @@ impl Flow {
         .unwrap();
     }
 
+    /// A slice with room to copy for minutes, spawned with its output captured.
+    fn spawn_long(&self, state: &tempfile::TempDir) -> std::process::Child {
+        self.command_for(state, "300s")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
     /// Clean slices, each on a fresh state directory, until one catches up (at most `limit`);
     /// the last report.
     fn run_until_caught_up(&self, limit: usize) -> Value {
@@ -366,12 +370,7 @@ async fn a_new_topic_sorting_first_starts_nothing_beside_the_running_slice() {
     common::produce(&stack.a, &old, &common::keyed_records(1, total)).await;
 
     let state1 = tempfile::tempdir().unwrap();
-    let first = flow
-        .command_for(&state1, "300s")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let first = flow.spawn_long(&state1);
     common::faults::wait_for_copied(&stack.b, &old_remote, 1, 2_000);
     common::create_topic(&stack.a, &new, 1, &[]).await;
     common::produce(&stack.a, &new, &common::keyed_records(1, 1_000)).await;
@@ -379,12 +378,8 @@ async fn a_new_topic_sorting_first_starts_nothing_beside_the_running_slice() {
     assert_eq!(second["slices"][0]["tasks"].as_array().unwrap().len(), 2);
 
     let (out, _) = wait_for_exit(first, Duration::from_secs(120));
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
     let last = flow.run_until_caught_up(5);
     let ran = last["slices"][0]["tasks"].as_array().unwrap();
     assert!(ran.iter().all(|t| t["run"] == "ran"), "{last:#}");
@@ -407,24 +402,15 @@ async fn a_tasks_max_change_starts_nothing_beside_the_running_slice() {
     common::produce(&stack.a, &topic, &common::keyed_records(partitions, total)).await;
 
     let state1 = tempfile::tempdir().unwrap();
-    let first = flow
-        .command_for(&state1, "300s")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let first = flow.spawn_long(&state1);
     common::faults::wait_for_copied(&stack.b, &remote, partitions, 2_000);
     flow.set_tasks_max(2);
     let second = second_slice_while_frozen(&flow, &first);
     assert_eq!(second["slices"][0]["tasks"].as_array().unwrap().len(), 2);
 
     let (out, _) = wait_for_exit(first, Duration::from_secs(120));
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
     let last = flow.run_until_caught_up(5);
     let ran = last["slices"][0]["tasks"].as_array().unwrap();
     assert_eq!(ran.len(), 2, "the new assignment runs: {last:#}");

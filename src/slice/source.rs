@@ -632,14 +632,23 @@ struct StoreHooks {
     topic_ids: BTreeMap<String, String>,
 }
 
+/// Until when a write of this task may still be waited for: while its lease is trusted, and
+/// never past the slice's deadline. `None` once the lease is no longer trusted.
+fn trusted_until(ownership: &Ownership, deadline: Instant) -> Option<Instant> {
+    ownership
+        .valid_until()
+        .filter(|t| Instant::now() < *t)
+        .map(|t| t.min(deadline))
+}
+
 impl StoreHooks {
     /// After the task: the position hint for the next slice's load, if the last commits left it
     /// behind, while the lease is trusted (a hint not written only makes that load read more).
     fn save_hint(&mut self) {
-        let Some(until) = self.ownership.valid_until().filter(|t| Instant::now() < *t) else {
+        let Some(until) = trusted_until(&self.ownership, self.deadline) else {
             return;
         };
-        self.store.hint_writes_until(until.min(self.deadline));
+        self.store.hint_writes_until(until);
         // In the runtime's context, as in a commit: the DynamoDB state store needs it.
         let (handle, store) = (self.handle.clone(), &mut self.store);
         if let Err(e) = handle.block_on(async { store.save_hint_if_stale() }) {
@@ -662,13 +671,7 @@ impl TaskHooks for StoreHooks {
             .collect();
         // Checked again right before the write (the copy loop checked before the flush), and
         // the wait for its delivery ends with the lease's validity or the slice's deadline.
-        let trusted = |ownership: &Ownership| {
-            ownership
-                .valid_until()
-                .filter(|t| Instant::now() < *t)
-                .map(|t| t.min(self.deadline))
-        };
-        let Some(until) = trusted(&self.ownership) else {
+        let Some(until) = trusted_until(&self.ownership, self.deadline) else {
             return Err(TaskError::LeaseLost {
                 task: self.task.clone(),
             });
@@ -685,7 +688,7 @@ impl TaskHooks for StoreHooks {
                     return Some(done);
                 }
                 // A renewal during the wait extends the lease: wait on while it is trusted.
-                until = trusted(ownership).filter(|t| *t > until)?;
+                until = trusted_until(ownership, deadline).filter(|t| *t > until)?;
             }
         });
         let topic = self.store.topic();
