@@ -30,14 +30,47 @@ struct MemoryHooks {
     end_lease: Option<Arc<AtomicBool>>,
     /// When `run_source_task` returned (set by the test).
     returned_at: Option<Instant>,
+    /// The commit on its way, and how often the task asked for its outcome.
+    pending: Option<(BTreeMap<TopicPartition, i64>, usize)>,
+    /// A commit is confirmed only at the task's look after this many (or when it waits).
+    confirm_after_looks: usize,
+    /// The commit with this number (1 = the first) fails instead of being confirmed.
+    fail_commit: Option<usize>,
+    /// How often the task waited for a commit on its way.
+    waits: usize,
+    /// Commits started so far, and the offsets each one carried.
+    started: Vec<BTreeMap<TopicPartition, i64>>,
 }
 
 impl TaskHooks for MemoryHooks {
-    fn commit(&mut self, offsets: &BTreeMap<TopicPartition, i64>) -> Result<(), TaskError> {
-        self.commits += 1;
-        self.offsets
-            .extend(offsets.iter().map(|(k, v)| (k.clone(), *v)));
+    fn start_commit(&mut self, offsets: BTreeMap<TopicPartition, i64>) -> Result<(), TaskError> {
+        assert!(
+            self.pending.is_none(),
+            "a commit was started while another was on its way"
+        );
+        self.started.push(offsets.clone());
+        self.pending = Some((offsets, 0));
         Ok(())
+    }
+    fn commit_outcome(&mut self, wait: bool) -> Option<Result<(), TaskError>> {
+        let Some((_, looks)) = self.pending.as_mut() else {
+            return Some(Ok(()));
+        };
+        *looks += 1;
+        self.waits += usize::from(wait);
+        if !wait && *looks <= self.confirm_after_looks {
+            return None;
+        }
+        let (offsets, _) = self.pending.take().expect("pending");
+        if self.fail_commit == Some(self.started.len()) {
+            return Some(Err(TaskError::Commit {
+                task: "test".into(),
+                message: "offsets topic refused the write".into(),
+            }));
+        }
+        self.commits += 1;
+        self.offsets.extend(offsets);
+        Some(Ok(()))
     }
     fn owned_until(&mut self) -> Option<Instant> {
         if self.lease_ends_at.is_none()
@@ -379,4 +412,65 @@ async fn a_lease_lost_after_a_commit_commits_nothing_more_and_loses_nothing() {
         "lease lost after a commit: {committed} committed, {} of 40000 on the target",
         on_target.len()
     );
+}
+
+// Commits are written while the copy goes on: the loop keeps copying while one is on its way
+// (here each needs 20 more turns of the loop), starts the next only after it is confirmed, and
+// counts a commit only once confirmed. `start_commit` panics on a second commit on its way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commits_are_written_while_the_copy_goes_on() {
+    let hooks = MemoryHooks {
+        confirm_after_looks: 20,
+        ..Default::default()
+    };
+    let (outcome, hooks, on_target) =
+        copy_until_the_lease_ends("task-pipelined", hooks, Duration::from_millis(1)).await;
+    assert_eq!(outcome.error, None);
+    assert_eq!(on_target.len(), 40_000, "every record copied once");
+    let last: BTreeMap<i32, i64> = hooks.offsets.iter().map(|((_, p), o)| (*p, *o)).collect();
+    assert_eq!(
+        last,
+        [(0, 19_999), (1, 19_999)].into(),
+        "the last commit is exact"
+    );
+    assert!(
+        hooks.started.len() >= 3,
+        "commits during the copy: {}",
+        hooks.started.len()
+    );
+    // Between two commits the copy went on: each carries newer offsets than the one before.
+    for pair in hooks.started.windows(2) {
+        let moved = pair[1].iter().any(|(tp, o)| pair[0].get(tp) < Some(o));
+        assert!(moved, "a commit without progress since the last: {pair:?}");
+    }
+    assert_eq!(hooks.commits, hooks.started.len(), "each one confirmed");
+    // The end of the slice waits for the commit on its way, then for the last one; nothing else.
+    assert!(hooks.waits <= 2, "the copy waited for commits {} times", hooks.waits);
+    eprintln!("pipelined commits: {} in the copy", hooks.commits);
+}
+
+// A commit that fails on its way fails the task, and its offsets never count as committed:
+// the report ends where the last confirmed commit ends, and nothing is committed after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_commit_on_its_way_counts_nothing_and_fails_the_task() {
+    let hooks = MemoryHooks {
+        confirm_after_looks: 5,
+        fail_commit: Some(2),
+        ..Default::default()
+    };
+    let (outcome, hooks, _) =
+        copy_until_the_lease_ends("task-commit-fails", hooks, Duration::from_millis(1)).await;
+    let error = outcome.error.clone().expect("the task fails");
+    assert!(error.contains("offsets topic refused the write"), "{error}");
+    assert_eq!(hooks.started.len(), 2, "nothing started after the failure");
+    assert_eq!(hooks.commits, 1);
+    for report in &outcome.partitions {
+        let confirmed = hooks.started[0].get(&(report.topic.clone(), report.partition));
+        assert_eq!(
+            report.end_offset,
+            Some(confirmed.map_or(0, |o| o + 1)),
+            "partition {}: the report ends at the confirmed commit",
+            report.partition
+        );
+    }
 }

@@ -22,6 +22,7 @@
 
 mod assignment;
 mod source;
+mod task_commits;
 
 use crate::config::guarantees;
 use crate::config::slice::SliceSettings;

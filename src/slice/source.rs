@@ -2,6 +2,7 @@
 //! connector phase under its lease, then every task this invocation wins, copying side by side.
 
 use super::assignment::{self, admit_under_connector_lease, AssignmentRecord, Gate};
+use super::task_commits::{StoreHooks, HINT_INTERVAL};
 use super::{
     config_hash_key, join_releases, offsets_hint_key, release_now, setup, task_producer_props,
     worker_client_props, SliceEnv, SliceError,
@@ -16,15 +17,13 @@ use crate::connect::status_store::{StatusStore, StatusUpdate};
 use crate::connectors::source::connector::{
     run_source_connector_phase, ConnectorPhaseOutcome, SyncRun,
 };
-use crate::connectors::source::task::{
-    run_source_task, SourceTaskSpec, TaskError, TaskHooks, TaskMemory, TaskOutcome, TopicPartition,
-};
+use crate::connectors::source::task::{run_source_task, SourceTaskSpec, TaskMemory, TaskOutcome};
 use crate::lease::{
-    connector_key, task_key, HeldLease, LeaseError, LeaseInfo, LeaseStore, LeaseTiming, Ownership,
+    connector_key, task_key, HeldLease, LeaseError, LeaseInfo, LeaseStore, LeaseTiming,
 };
 use crate::plan::PairConfigs;
 use crate::report::{ConnectorActivity, SliceReport, TaskReport};
-use crate::wire::connect_offsets::{SourcePartition, StoredOffset};
+use crate::wire::connect_offsets::SourcePartition;
 use crate::wire::connect_status::{State, Status};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -481,15 +480,14 @@ impl TaskRun {
             task: id as i32,
             status: running,
         }]);
-        let mut hooks = StoreHooks {
-            task: spec.name.clone(),
+        let mut hooks = StoreHooks::new(
+            spec.name.clone(),
             deadline,
             store,
-            handle: tokio::runtime::Handle::current(),
-            ownership: lease.ownership(),
+            lease.ownership(),
             source_alias,
-            topic_ids: spec.topic_ids.clone(),
-        };
+            spec.topic_ids.clone(),
+        );
         let copied = tokio::task::spawn_blocking(move || {
             let outcome = run_source_task(&spec, &mut hooks);
             hooks.save_hint();
@@ -611,103 +609,6 @@ async fn acquire_by(
             key: key.to_string(),
             message: "the lease store did not answer before the slice's stop time".into(),
         }),
-    }
-}
-
-/// How often a task's commits also write its offsets position hint (and at its end): the hint
-/// costs two state-store round trips, a commit (every second by default) only its record.
-const HINT_INTERVAL: Duration = Duration::from_secs(30);
-
-/// Commits go to the Connect offsets topic; ownership comes from the task's lease.
-struct StoreHooks {
-    /// The task's name, for errors.
-    task: String,
-    /// Commits are confirmed by then, or reported as failed.
-    deadline: Instant,
-    store: OffsetStore,
-    handle: tokio::runtime::Handle,
-    ownership: Ownership,
-    source_alias: String,
-    /// Written beside each committed offset: the ID of the topic it was read from.
-    topic_ids: BTreeMap<String, String>,
-}
-
-/// Until when a write of this task may still be waited for: while its lease is trusted, and
-/// never past the slice's deadline. `None` once the lease is no longer trusted.
-fn trusted_until(ownership: &Ownership, deadline: Instant) -> Option<Instant> {
-    ownership
-        .valid_until()
-        .filter(|t| Instant::now() < *t)
-        .map(|t| t.min(deadline))
-}
-
-impl StoreHooks {
-    /// After the task: the position hint for the next slice's load, if the last commits left it
-    /// behind, while the lease is trusted (a hint not written only makes that load read more).
-    fn save_hint(&mut self) {
-        let Some(until) = trusted_until(&self.ownership, self.deadline) else {
-            return;
-        };
-        self.store.hint_writes_until(until);
-        // In the runtime's context, as in a commit: the DynamoDB state store needs it.
-        let (handle, store) = (self.handle.clone(), &mut self.store);
-        if let Err(e) = handle.block_on(async { store.save_hint_if_stale() }) {
-            tracing::warn!(task = %self.task, error = %e, "offsets position hint not written; the next load reads more of the topic");
-        }
-    }
-}
-
-impl TaskHooks for StoreHooks {
-    fn commit(&mut self, offsets: &BTreeMap<TopicPartition, i64>) -> Result<(), TaskError> {
-        let keyed: BTreeMap<PartitionKey, StoredOffset> = offsets
-            .iter()
-            .map(|((t, p), &offset)| {
-                let stored = StoredOffset {
-                    offset,
-                    topic_id: self.topic_ids.get(t).cloned(),
-                };
-                (PartitionKey::source(&self.source_alias, t, *p), stored)
-            })
-            .collect();
-        // Checked again right before the write (the copy loop checked before the flush), and
-        // the wait for its delivery ends with the lease's validity or the slice's deadline.
-        let Some(until) = trusted_until(&self.ownership, self.deadline) else {
-            return Err(TaskError::LeaseLost {
-                task: self.task.clone(),
-            });
-        };
-        self.store.hint_writes_until(until);
-        let (ownership, deadline) = (&self.ownership, self.deadline);
-        let commit = self.store.commit_stored(&keyed);
-        // This runs on a blocking thread (the copy loop), where blocking on the runtime is fine.
-        let done = self.handle.block_on(async {
-            tokio::pin!(commit);
-            let mut until = until;
-            loop {
-                if let Ok(done) = tokio::time::timeout_at(until.into(), &mut commit).await {
-                    return Some(done);
-                }
-                // A renewal during the wait extends the lease: wait on while it is trusted.
-                until = trusted_until(ownership, deadline).filter(|t| *t > until)?;
-            }
-        });
-        let topic = self.store.topic();
-        let message = match done {
-            Some(Ok(_)) => return Ok(()),
-            Some(Err(e)) => format!("{topic}: {e}"),
-            None if Instant::now() < deadline => {
-                format!("{topic}: not confirmed before the task's lease expired")
-            }
-            None => format!("{topic}: not confirmed before the slice's deadline"),
-        };
-        Err(TaskError::Commit {
-            task: self.task.clone(),
-            message,
-        })
-    }
-
-    fn owned_until(&mut self) -> Option<Instant> {
-        self.ownership.valid_until()
     }
 }
 

@@ -17,8 +17,10 @@
 //!    failed or outstanding record is never committed past (§7.6). Acknowledged records feed
 //!    the offset-sync rules (§7.5).
 //! 4. **Commit.** Every `offset.flush.interval.ms` and at the end, committable offsets go to the
-//!    caller's [`TaskHooks::commit`] (the Connect offsets topic) and delayed offset syncs are
-//!    promoted and sent (KAFKA-15906). Records, syncs and commits are handed over only
+//!    caller's [`TaskHooks::start_commit`] (the Connect offsets topic). The copy goes on while
+//!    a commit is written; once [`TaskHooks::commit_outcome`] confirms it, its offsets count as
+//!    committed and delayed offset syncs are promoted and sent (KAFKA-15906). One commit is
+//!    pending at a time, and the last one is waited for. Records, syncs and commits are handed over only
 //!    within [`TaskHooks::owned_until`]: a task whose lease lapsed or was taken drops what is
 //!    queued, stops and commits nothing more.
 //! 5. **Stop.** At `stop_at`, or when every partition has reported end-of-partition at its
@@ -102,8 +104,14 @@ pub struct SourceTaskSpec {
 
 /// The caller's side of a task: durable commits and lease ownership.
 pub trait TaskHooks: Send {
-    /// Persist committable offsets (the last replicated upstream offset per partition).
-    fn commit(&mut self, offsets: &BTreeMap<TopicPartition, i64>) -> Result<(), TaskError>;
+    /// Hands committable offsets (the last replicated upstream offset per partition) over to be
+    /// persisted, without waiting for them: the copy goes on meanwhile. Called only when no
+    /// commit is pending, i.e. after [`TaskHooks::commit_outcome`] reported the previous one.
+    fn start_commit(&mut self, offsets: BTreeMap<TopicPartition, i64>) -> Result<(), TaskError>;
+    /// The pending commit's outcome, `Some(Ok(()))` when none is pending. Without `wait`,
+    /// `None` while it is still on its way; with `wait`, waits until it is confirmed or failed
+    /// (the wait is the caller's to bound: by the lease's validity and the slice's deadline).
+    fn commit_outcome(&mut self, wait: bool) -> Option<Result<(), TaskError>>;
     /// Until when this invocation may act as the task's owner (it moves on as the lease is
     /// renewed); `None` once the lease was lost. No record, offset sync or commit is handed to
     /// a producer at or after it, and waits for their delivery end by it.
@@ -249,12 +257,22 @@ struct CopyLoop<'a> {
     producer: BaseProducer<CopyContext>,
     tracker: Arc<Mutex<AckTracker>>,
     runs: Vec<PartitionRun>,
-    /// Last offset committed per partition in this slice.
+    /// Last offset committed (and confirmed) per partition in this slice.
     committed: BTreeMap<TopicPartition, i64>,
+    /// The commit handed to [`TaskHooks::start_commit`] and not yet confirmed.
+    pending: Option<PendingCommit>,
+    /// When the last commit was started.
     last_commit: Instant,
     /// The lease's validity as of this turn ([`TaskHooks::owned_until`]): no record is handed
     /// to the producer at or after it.
     owned_until: Option<Instant>,
+}
+
+/// A commit on its way: what it commits, and whether its confirmation promotes delayed offset
+/// syncs (§7.4).
+struct PendingCommit {
+    offsets: BTreeMap<TopicPartition, i64>,
+    promote: bool,
 }
 
 /// Why the copy loop stopped (an `Err` from it aborts the task: nothing more is committed).
@@ -352,6 +370,7 @@ impl<'a> CopyLoop<'a> {
             tracker,
             runs,
             committed: BTreeMap::new(),
+            pending: None,
             last_commit: Instant::now(),
             owned_until: None,
         })
@@ -419,10 +438,10 @@ impl<'a> CopyLoop<'a> {
             if let Some(failure) = first_failure(&spec.name, &self.tracker, &self.runs) {
                 return Ok(Stop::Failed(failure));
             }
-            if self.last_commit.elapsed() >= spec.flush_interval {
+            self.settle_commit(hooks, syncs.as_deref_mut(), false, outcome)?;
+            if self.pending.is_none() && self.last_commit.elapsed() >= spec.flush_interval {
                 self.check_owner(hooks)?;
-                self.commit(hooks, syncs.as_deref_mut(), true)?;
-                outcome.commits += 1;
+                self.start_commit(hooks, syncs.as_deref_mut(), true, outcome)?;
             }
             if !progressed {
                 wait_for_data(wake, spec.stop_at);
@@ -565,24 +584,53 @@ impl<'a> CopyLoop<'a> {
         }
     }
 
-    /// Commits what is acknowledged and not yet committed; then offset syncs are promoted
-    /// (with `promote`, §7.4).
-    fn commit(
+    /// Hands what is acknowledged and not yet committed to [`TaskHooks::start_commit`] (no
+    /// commit may be pending). With nothing new to commit, it is confirmed at once.
+    fn start_commit(
         &mut self,
         hooks: &mut dyn TaskHooks,
         syncs: Option<&mut OffsetSyncSender>,
         promote: bool,
+        outcome: &mut TaskOutcome,
     ) -> Result<(), TaskError> {
-        commit(
-            &self.spec.name,
-            hooks,
-            &self.tracker,
-            &self.runs,
-            &mut self.committed,
-            syncs,
-            promote,
-        )?;
+        debug_assert!(self.pending.is_none(), "one commit at a time");
         self.last_commit = Instant::now();
+        let offsets = committable(&self.tracker, &self.runs, &self.committed);
+        if !offsets.is_empty() {
+            hooks.start_commit(offsets.clone())?;
+        }
+        self.pending = Some(PendingCommit { offsets, promote });
+        self.settle_commit(hooks, syncs, false, outcome)
+    }
+
+    /// Collects the pending commit's outcome (waits for it with `wait`). Once confirmed, its
+    /// offsets count as committed and, §7.4, the latest offset sync of every partition is due.
+    fn settle_commit(
+        &mut self,
+        hooks: &mut dyn TaskHooks,
+        syncs: Option<&mut OffsetSyncSender>,
+        wait: bool,
+        outcome: &mut TaskOutcome,
+    ) -> Result<(), TaskError> {
+        let Some(pending) = &self.pending else {
+            return Ok(());
+        };
+        if !pending.offsets.is_empty() {
+            match hooks.commit_outcome(wait) {
+                None => return Ok(()),
+                Some(Err(e)) => {
+                    self.pending = None;
+                    return Err(e);
+                }
+                Some(Ok(())) => {}
+            }
+        }
+        let pending = self.pending.take().expect("checked above");
+        self.committed.extend(pending.offsets);
+        outcome.commits += 1;
+        if let Some(s) = syncs {
+            s.committed(pending.promote);
+        }
         Ok(())
     }
 
@@ -620,9 +668,10 @@ impl<'a> CopyLoop<'a> {
             // replace them: MM2 would have fired them before its next commit.
             s.send_all_pending();
         }
+        self.settle_commit(hooks, syncs.as_deref_mut(), true, outcome)?;
         let promote = spec.sync_every_commit || self.last_commit.elapsed() >= spec.flush_interval;
-        self.commit(hooks, syncs.as_deref_mut(), promote)?;
-        outcome.commits += 1;
+        self.start_commit(hooks, syncs.as_deref_mut(), promote, outcome)?;
+        self.settle_commit(hooks, syncs.as_deref_mut(), true, outcome)?;
         if let Some(s) = syncs {
             // Offset syncs of the final commit are part of the slice: flush them before exiting,
             // while the lease (as it stands after the commit's wait) holds.
@@ -949,36 +998,19 @@ fn partition_failure(task: &str, runs: &[PartitionRun]) -> Option<TaskError> {
     })
 }
 
-fn commit(
-    task: &str,
-    hooks: &mut dyn TaskHooks,
+/// Each partition's committable offset where it differs from what is committed.
+fn committable(
     tracker: &Arc<Mutex<AckTracker>>,
     runs: &[PartitionRun],
-    committed: &mut BTreeMap<TopicPartition, i64>,
-    syncs: Option<&mut OffsetSyncSender>,
-    promote: bool,
-) -> Result<(), TaskError> {
-    let offsets: BTreeMap<TopicPartition, i64> = {
-        let t = tracker.lock().expect("ack tracker poisoned");
-        t.partitions
-            .iter()
-            .enumerate()
-            .filter_map(|(idx, p)| p.committable.map(|o| (runs[idx].tp.clone(), o)))
-            .filter(|(tp, o)| committed.get(tp) != Some(o))
-            .collect()
-    };
-    if !offsets.is_empty() {
-        hooks.commit(&offsets).map_err(|e| TaskError::Commit {
-            task: task.to_string(),
-            message: e.to_string(),
-        })?;
-        committed.extend(offsets);
-    }
-    // §7.4: after each successful offset commit, the latest pair of every partition is due.
-    if let Some(s) = syncs {
-        s.committed(promote);
-    }
-    Ok(())
+    committed: &BTreeMap<TopicPartition, i64>,
+) -> BTreeMap<TopicPartition, i64> {
+    let t = tracker.lock().expect("ack tracker poisoned");
+    t.partitions
+        .iter()
+        .enumerate()
+        .filter_map(|(idx, p)| p.committable.map(|o| (runs[idx].tp.clone(), o)))
+        .filter(|(tp, o)| committed.get(tp) != Some(o))
+        .collect()
 }
 
 /// When a wait for the producer must end: at the flush deadline, or when the lease stops being
