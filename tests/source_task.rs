@@ -445,7 +445,11 @@ async fn commits_are_written_while_the_copy_goes_on() {
     }
     assert_eq!(hooks.commits, hooks.started.len(), "each one confirmed");
     // The end of the slice waits for the commit on its way, then for the last one; nothing else.
-    assert!(hooks.waits <= 2, "the copy waited for commits {} times", hooks.waits);
+    assert!(
+        hooks.waits <= 2,
+        "the copy waited for commits {} times",
+        hooks.waits
+    );
     eprintln!("pipelined commits: {} in the copy", hooks.commits);
 }
 
