@@ -38,6 +38,8 @@ struct MemoryHooks {
     fail_commit: Option<usize>,
     /// How often the task waited for a commit on its way.
     waits: usize,
+    /// Commits started at or after `lease_ends_at`.
+    started_without_lease: usize,
     /// Commits started so far, and the offsets each one carried.
     started: Vec<BTreeMap<TopicPartition, i64>>,
 }
@@ -47,6 +49,10 @@ impl TaskHooks for MemoryHooks {
         assert!(
             self.pending.is_none(),
             "a commit was started while another was on its way"
+        );
+        self.started_without_lease += usize::from(
+            self.lease_ends_at
+                .is_some_and(|ended| Instant::now() >= ended),
         );
         self.started.push(offsets.clone());
         self.pending = Some((offsets, 0));
@@ -339,9 +345,9 @@ const LEASE_AFTER: i64 = 2_000;
 /// at most the producer queue (4 MiB of ~1 KiB records) and the rest of one burst per partition.
 const IN_FLIGHT_BOUND: usize = 4 * 1024 + 2 * 512;
 
-// The lease runs out mid-copy, long before the next flush is due: the task stops handing
+// The lease runs out mid-copy, long before the next timed flush is due: the task stops handing
 // records to the producer at once (not at the next flush), drops what is queued and commits
-// nothing. Unfenced, it copied all 40,000 records.
+// nothing more (commits of the first MiBs came before). Unfenced, it copied all 40,000 records.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_that_runs_out_mid_copy_stops_the_writes_at_once() {
     let hooks = MemoryHooks {
@@ -352,7 +358,10 @@ async fn a_lease_that_runs_out_mid_copy_stops_the_writes_at_once() {
         copy_until_the_lease_ends("task-fenced", hooks, Duration::from_secs(60)).await;
     let error = outcome.error.clone().expect("the task stops");
     assert!(error.contains("lease lost"), "{error}");
-    assert_eq!(hooks.commits, 0, "no commit after the lease ended");
+    assert_eq!(
+        hooks.started_without_lease, 0,
+        "no commit after the lease ended"
+    );
     assert!(
         on_target.len() < 40_000,
         "the task copied on after its lease ended"
@@ -477,4 +486,37 @@ async fn a_failed_commit_on_its_way_counts_nothing_and_fails_the_task() {
             report.partition
         );
     }
+}
+
+// A fast copy commits after every MiB acknowledged, long before the timed flush (60 s here):
+// what a kill re-copies is bounded by bytes, not by the interval. 40 MB of 1 KiB records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fast_copy_commits_after_every_mib_whatever_the_interval() {
+    let (outcome, hooks, on_target) = copy_until_the_lease_ends(
+        "task-commit-bytes",
+        MemoryHooks::default(),
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(outcome.error, None);
+    assert_eq!(on_target.len(), 40_000);
+    // A commit carries the partitions that moved: the position is what all of them add up to.
+    let mut position = BTreeMap::new();
+    let covered: Vec<i64> = (hooks.started.iter())
+        .map(|c| {
+            position.extend(c.clone());
+            position.values().map(|o| o + 1).sum::<i64>()
+        })
+        .collect();
+    // Each commit but the last covers at least a MiB (1,024 records of ~1 KiB) more than the
+    // one before; and the copy made many of them.
+    for pair in covered[..covered.len() - 1].windows(2) {
+        assert!(pair[1] - pair[0] >= 1_000, "commits too close: {covered:?}");
+    }
+    assert!(
+        covered.len() >= 10,
+        "{} commits for 40 MB: {covered:?}",
+        covered.len()
+    );
+    assert_eq!(covered.last(), Some(&40_000));
 }

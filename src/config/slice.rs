@@ -40,9 +40,9 @@ pub const OFFSET_FLUSH_INTERVAL: &str = "offset.flush.interval.ms";
 /// How often a slice commits its position when `offset.flush.interval.ms` is not set. Java's
 /// default is 60 s: an always-on worker rarely dies, and then re-copies up to a minute. A slice
 /// killed mid-copy (OOM, a crashed sandbox) re-copies everything since its last commit, and
-/// such kills are what a slice must shrug off, so it commits every second. A commit is one
-/// small record per partition that moved, written to the offsets topic while the copy waits
-/// for its acknowledgement (a round trip to the target), plus the offset syncs it promotes.
+/// such kills are what a slice must shrug off, so it commits every second, and sooner once a
+/// task copied 1 MiB since its last commit (`COMMIT_AFTER_BYTES` in the source task). A commit
+/// is written while the copy goes on: one small record per partition that moved.
 pub const DEFAULT_OFFSET_FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 
 pub const ARM64_PRICE_PER_GB_SECOND: f64 = 0.0000133334;

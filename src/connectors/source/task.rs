@@ -261,8 +261,11 @@ struct CopyLoop<'a> {
     committed: BTreeMap<TopicPartition, i64>,
     /// The commit handed to [`TaskHooks::start_commit`] and not yet confirmed.
     pending: Option<PendingCommit>,
-    /// When the last commit was started.
+    /// When the last commit was started, and the bytes acknowledged by then.
     last_commit: Instant,
+    acked_at_commit: u64,
+    /// When a confirmed commit last promoted the delayed offset syncs.
+    last_promotion: Instant,
     /// The lease's validity as of this turn ([`TaskHooks::owned_until`]): no record is handed
     /// to the producer at or after it.
     owned_until: Option<Instant>,
@@ -288,6 +291,16 @@ type Wake = Arc<(Mutex<bool>, Condvar)>;
 
 /// How long the end-of-slice lag probe may wait for the broker's listed end offsets.
 const LAG_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A task commits once this many bytes were acknowledged since its last commit (if it is not
+/// due earlier by time): at 150 MB/s that is ~150 commits a second, each written while the copy
+/// goes on and one at a time, so in practice a commit follows the previous one's confirmation.
+const COMMIT_AFTER_BYTES: u64 = 1024 * 1024;
+
+/// Delayed offset syncs are promoted at a commit at most this often (unless the flush interval
+/// is longer), and at the slice's last commit: the cadence of syncs before commits became
+/// frequent (see `docs/offset-syncs.md`).
+const SYNC_PROMOTION_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Records taken from one partition queue per turn before moving to the next partition.
 const BURST: usize = 512;
@@ -372,6 +385,8 @@ impl<'a> CopyLoop<'a> {
             committed: BTreeMap::new(),
             pending: None,
             last_commit: Instant::now(),
+            acked_at_commit: 0,
+            last_promotion: Instant::now(),
             owned_until: None,
         })
     }
@@ -439,9 +454,10 @@ impl<'a> CopyLoop<'a> {
                 return Ok(Stop::Failed(failure));
             }
             self.settle_commit(hooks, syncs.as_deref_mut(), false, outcome)?;
-            if self.pending.is_none() && self.last_commit.elapsed() >= spec.flush_interval {
+            if self.pending.is_none() && self.commit_due() {
                 self.check_owner(hooks)?;
-                self.start_commit(hooks, syncs.as_deref_mut(), true, outcome)?;
+                let promote = self.promotion_due();
+                self.start_commit(hooks, syncs.as_deref_mut(), promote, outcome)?;
             }
             if !progressed {
                 wait_for_data(wake, spec.stop_at);
@@ -595,6 +611,7 @@ impl<'a> CopyLoop<'a> {
     ) -> Result<(), TaskError> {
         debug_assert!(self.pending.is_none(), "one commit at a time");
         self.last_commit = Instant::now();
+        self.acked_at_commit = self.acked_bytes();
         let offsets = committable(&self.tracker, &self.runs, &self.committed);
         if !offsets.is_empty() {
             hooks.start_commit(offsets.clone())?;
@@ -628,10 +645,35 @@ impl<'a> CopyLoop<'a> {
         let pending = self.pending.take().expect("checked above");
         self.committed.extend(pending.offsets);
         outcome.commits += 1;
+        if pending.promote {
+            self.last_promotion = Instant::now();
+        }
         if let Some(s) = syncs {
             s.committed(pending.promote);
         }
         Ok(())
+    }
+
+    /// A commit is due every flush interval, and as soon as [`COMMIT_AFTER_BYTES`] were
+    /// acknowledged since the last one: a kill re-copies what was acknowledged since the last
+    /// commit, so at full speed that is bounded by bytes (and one commit's round trip), not by
+    /// the interval; a slow copy commits on the interval alone.
+    fn commit_due(&self) -> bool {
+        self.last_commit.elapsed() >= self.spec.flush_interval
+            || self.acked_bytes() >= self.acked_at_commit + COMMIT_AFTER_BYTES
+    }
+
+    fn acked_bytes(&self) -> u64 {
+        let t = self.tracker.lock().expect("ack tracker poisoned");
+        t.partitions.iter().map(|p| p.acked_bytes).sum()
+    }
+
+    /// Whether the next commit promotes the delayed offset syncs: Java does at every commit
+    /// (§7.4), mirrorslice at most every [`SYNC_PROMOTION_INTERVAL`] or flush interval. Its
+    /// commits are more frequent, and each promotion writes a sync per partition that moved
+    /// to the offset-syncs topic, which every checkpoint slice reads from its beginning.
+    fn promotion_due(&self) -> bool {
+        self.last_promotion.elapsed() >= self.spec.flush_interval.max(SYNC_PROMOTION_INTERVAL)
     }
 
     /// Flushes, then commits exactly what was acknowledged and sends the slice's last syncs.
@@ -669,7 +711,7 @@ impl<'a> CopyLoop<'a> {
             s.send_all_pending();
         }
         self.settle_commit(hooks, syncs.as_deref_mut(), true, outcome)?;
-        let promote = spec.sync_every_commit || self.last_commit.elapsed() >= spec.flush_interval;
+        let promote = spec.sync_every_commit || self.promotion_due();
         self.start_commit(hooks, syncs.as_deref_mut(), promote, outcome)?;
         self.settle_commit(hooks, syncs.as_deref_mut(), true, outcome)?;
         if let Some(s) = syncs {
