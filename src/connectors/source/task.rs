@@ -18,12 +18,12 @@
 //!    the offset-sync rules (§7.5).
 //! 4. **Commit.** Every `offset.flush.interval.ms`, after every 4 MiB acknowledged, and at the
 //!    end, committable offsets go to the caller's [`TaskHooks::start_commit`] (the Connect
-//!    offsets topic). The copy goes on while
-//!    a commit is written; once [`TaskHooks::commit_outcome`] confirms it, its offsets count as
-//!    committed and delayed offset syncs are promoted and sent (KAFKA-15906). One commit is
-//!    pending at a time, and the last one is waited for. Records, syncs and commits are handed over only
-//!    within [`TaskHooks::owned_until`]: a task whose lease lapsed or was taken drops what is
-//!    queued, stops and commits nothing more.
+//!    offsets topic). The copy goes on while a commit is written; once
+//!    [`TaskHooks::commit_outcome`] confirms it, its offsets count as committed and delayed
+//!    offset syncs are promoted and sent (KAFKA-15906). One commit is pending at a time, and
+//!    the last one is waited for. Records, syncs and commits are handed over only within
+//!    [`TaskHooks::owned_until`]: a task whose lease lapsed or was taken drops what is queued,
+//!    stops and commits nothing more.
 //! 5. **Stop.** At `stop_at`, or when every partition has reported end-of-partition at its
 //!    position. "Caught up" comes from the consumer's own end-of-partition event, never from
 //!    watermark arithmetic (some brokers report a high watermark that trails the log end).
