@@ -1,11 +1,9 @@
-//! A source task's commits to the Connect offsets topic, written while its copy goes on.
+//! A source task's commits to the Connect offsets topic.
 //!
-//! The copy loop hands a commit over ([`TaskHooks::start_commit`]) and keeps copying; the
-//! commit's record is written and confirmed on the runtime, and the loop collects the outcome
-//! at a later turn ([`TaskHooks::commit_outcome`]). A commit used to block the loop for the
-//! offsets topic's round trip, which behind a busy target's data batches took ~30 ms: at a
-//! commit every 100 ms that was a quarter of the copy's time. Now frequent commits cost the
-//! copy nothing, and a killed slice re-copies only what it copied since its last commit.
+//! The copy loop hands a commit over ([`TaskHooks::start_commit`]); the commit's record is
+//! written and confirmed on the runtime, and the loop collects the outcome
+//! ([`TaskHooks::commit_outcome`]). The loop waits for it today: a commit still on its way when
+//! the process freezes lands at the thaw, after a successor's (see `docs/connect-offsets.md`).
 //!
 //! One commit is on its way at a time, and the store travels with it: its known positions
 //! (see [`OffsetStore::commit_stored`]) are updated in order.

@@ -18,10 +18,9 @@
 //!    the offset-sync rules (§7.5).
 //! 4. **Commit.** Every `offset.flush.interval.ms`, after every 4 MiB acknowledged, and at the
 //!    end, committable offsets go to the caller's [`TaskHooks::start_commit`] (the Connect
-//!    offsets topic). The copy goes on while a commit is written; once
-//!    [`TaskHooks::commit_outcome`] confirms it, its offsets count as committed and delayed
-//!    offset syncs are promoted and sent (KAFKA-15906). One commit is pending at a time, and
-//!    the last one is waited for. Records, syncs and commits are handed over only within
+//!    offsets topic), and the task waits for [`TaskHooks::commit_outcome`] to confirm it:
+//!    then its offsets count as committed and delayed offset syncs are promoted and sent
+//!    (KAFKA-15906). Records, syncs and commits are handed over only within
 //!    [`TaskHooks::owned_until`]: a task whose lease lapsed or was taken drops what is queued,
 //!    stops and commits nothing more.
 //! 5. **Stop.** At `stop_at`, or when every partition has reported end-of-partition at its
@@ -455,11 +454,15 @@ impl<'a> CopyLoop<'a> {
             if let Some(failure) = first_failure(&spec.name, &self.tracker, &self.runs) {
                 return Ok(Stop::Failed(failure));
             }
-            self.settle_commit(hooks, syncs.as_deref_mut(), false, outcome)?;
-            if self.pending.is_none() && self.commit_due() {
+            if self.commit_due() {
                 self.check_owner(hooks)?;
                 let promote = self.promotion_due();
                 self.start_commit(hooks, syncs.as_deref_mut(), promote, outcome)?;
+                // Waited for before copying on (one round trip; the producer queue keeps the
+                // target busy meanwhile). A commit left on its way across a freeze lands at
+                // the thaw, possibly after a successor's, and moves the stored offset back:
+                // copying on would leave one on its way most of the time.
+                self.settle_commit(hooks, syncs.as_deref_mut(), true, outcome)?;
             }
             if !progressed {
                 wait_for_data(wake, spec.stop_at);
