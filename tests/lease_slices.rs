@@ -313,6 +313,14 @@ impl Flow {
     }
 }
 
+/// The first slice, left to run, exits 0; then slices run until caught up (the last report).
+fn exits_ok_then_catches_up(flow: &Flow, first: std::process::Child) -> Value {
+    let (out, _) = wait_for_exit(first, Duration::from_secs(120));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    flow.run_until_caught_up(5)
+}
+
 /// While `first` (spawned, copying) is frozen with its leases live, a second invocation with a
 /// moved assignment must start nothing that `first` copies: every task waits for `first`'s
 /// task 0. Returns the second invocation's report.
@@ -377,10 +385,7 @@ async fn a_new_topic_sorting_first_starts_nothing_beside_the_running_slice() {
     let second = second_slice_while_frozen(&flow, &first);
     assert_eq!(second["slices"][0]["tasks"].as_array().unwrap().len(), 2);
 
-    let (out, _) = wait_for_exit(first, Duration::from_secs(120));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let last = flow.run_until_caught_up(5);
+    let last = exits_ok_then_catches_up(&flow, first);
     let ran = last["slices"][0]["tasks"].as_array().unwrap();
     assert!(ran.iter().all(|t| t["run"] == "ran"), "{last:#}");
     assert_exact_copy(&old_remote, 1, total).await;
@@ -408,10 +413,7 @@ async fn a_tasks_max_change_starts_nothing_beside_the_running_slice() {
     let second = second_slice_while_frozen(&flow, &first);
     assert_eq!(second["slices"][0]["tasks"].as_array().unwrap().len(), 2);
 
-    let (out, _) = wait_for_exit(first, Duration::from_secs(120));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let last = flow.run_until_caught_up(5);
+    let last = exits_ok_then_catches_up(&flow, first);
     let ran = last["slices"][0]["tasks"].as_array().unwrap();
     assert_eq!(ran.len(), 2, "the new assignment runs: {last:#}");
     assert_exact_copy(&remote, partitions, total).await;

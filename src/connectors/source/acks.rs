@@ -48,6 +48,8 @@ pub(super) struct AckTracker {
     /// (partition index, upstream, downstream) acknowledged in order, for offset syncs.
     pub(super) acknowledged: Vec<(usize, i64, i64)>,
     pub(super) outstanding: usize,
+    /// Bytes acknowledged in all partitions (the commit cadence's byte bound reads it).
+    pub(super) acked_bytes: u64,
 }
 
 impl AckTracker {
@@ -93,6 +95,7 @@ impl AckTracker {
             p.committable = Some(up);
             p.acked_records += 1;
             p.acked_bytes += size;
+            self.acked_bytes += size;
             if let Some(t) = timestamp {
                 p.newest_timestamp = Some(p.newest_timestamp.map_or(t, |n| n.max(t)));
                 p.oldest_timestamp = Some(p.oldest_timestamp.map_or(t, |o| o.min(t)));

@@ -259,8 +259,6 @@ struct CopyLoop<'a> {
     runs: Vec<PartitionRun>,
     /// Last offset committed (and confirmed) per partition in this slice.
     committed: BTreeMap<TopicPartition, i64>,
-    /// The commit handed to [`TaskHooks::start_commit`] and not yet confirmed.
-    pending: Option<PendingCommit>,
     /// When the last commit was started, and the bytes acknowledged by then.
     last_commit: Instant,
     acked_at_commit: u64,
@@ -269,13 +267,6 @@ struct CopyLoop<'a> {
     /// The lease's validity as of this turn ([`TaskHooks::owned_until`]): no record is handed
     /// to the producer at or after it.
     owned_until: Option<Instant>,
-}
-
-/// A commit on its way: what it commits, and whether its confirmation promotes delayed offset
-/// syncs (§7.4).
-struct PendingCommit {
-    offsets: BTreeMap<TopicPartition, i64>,
-    promote: bool,
 }
 
 /// Why the copy loop stopped (an `Err` from it aborts the task: nothing more is committed).
@@ -384,7 +375,6 @@ impl<'a> CopyLoop<'a> {
             tracker,
             runs,
             committed: BTreeMap::new(),
-            pending: None,
             last_commit: Instant::now(),
             acked_at_commit: 0,
             last_promotion: Instant::now(),
@@ -457,12 +447,7 @@ impl<'a> CopyLoop<'a> {
             if self.commit_due() {
                 self.check_owner(hooks)?;
                 let promote = self.promotion_due();
-                self.start_commit(hooks, syncs.as_deref_mut(), promote, outcome)?;
-                // Waited for before copying on (one round trip; the producer queue keeps the
-                // target busy meanwhile). A commit left on its way across a freeze lands at
-                // the thaw, possibly after a successor's, and moves the stored offset back:
-                // copying on would leave one on its way most of the time.
-                self.settle_commit(hooks, syncs.as_deref_mut(), true, outcome)?;
+                self.commit(hooks, syncs.as_deref_mut(), promote, outcome)?;
             }
             if !progressed {
                 wait_for_data(wake, spec.stop_at);
@@ -605,56 +590,32 @@ impl<'a> CopyLoop<'a> {
         }
     }
 
-    /// Hands what is acknowledged and not yet committed to [`TaskHooks::start_commit`] (no
-    /// commit may be pending). With nothing new to commit, it is confirmed at once.
-    fn start_commit(
+    /// Commits what is acknowledged and not yet committed, and waits for it before the copy
+    /// goes on (one round trip; the producer queue keeps the target busy meanwhile): a commit
+    /// left on its way across a freeze lands at the thaw, possibly after a successor's, and
+    /// moves the stored offset back. Once confirmed, its offsets count as committed and, with
+    /// `promote` (§7.4), the latest offset sync of every partition is due.
+    fn commit(
         &mut self,
         hooks: &mut dyn TaskHooks,
         syncs: Option<&mut OffsetSyncSender>,
         promote: bool,
         outcome: &mut TaskOutcome,
     ) -> Result<(), TaskError> {
-        debug_assert!(self.pending.is_none(), "one commit at a time");
         self.last_commit = Instant::now();
         self.acked_at_commit = self.acked_bytes();
         let offsets = committable(&self.tracker, &self.runs, &self.committed);
         if !offsets.is_empty() {
             hooks.start_commit(offsets.clone())?;
+            hooks.commit_outcome(true).unwrap_or(Ok(()))?;
         }
-        self.pending = Some(PendingCommit { offsets, promote });
-        self.settle_commit(hooks, syncs, false, outcome)
-    }
-
-    /// Collects the pending commit's outcome (waits for it with `wait`). Once confirmed, its
-    /// offsets count as committed and, §7.4, the latest offset sync of every partition is due.
-    fn settle_commit(
-        &mut self,
-        hooks: &mut dyn TaskHooks,
-        syncs: Option<&mut OffsetSyncSender>,
-        wait: bool,
-        outcome: &mut TaskOutcome,
-    ) -> Result<(), TaskError> {
-        let Some(pending) = &self.pending else {
-            return Ok(());
-        };
-        if !pending.offsets.is_empty() {
-            match hooks.commit_outcome(wait) {
-                None => return Ok(()),
-                Some(Err(e)) => {
-                    self.pending = None;
-                    return Err(e);
-                }
-                Some(Ok(())) => {}
-            }
-        }
-        let pending = self.pending.take().expect("checked above");
-        self.committed.extend(pending.offsets);
+        self.committed.extend(offsets);
         outcome.commits += 1;
-        if pending.promote {
+        if promote {
             self.last_promotion = Instant::now();
         }
         if let Some(s) = syncs {
-            s.committed(pending.promote);
+            s.committed(promote);
         }
         Ok(())
     }
@@ -669,8 +630,10 @@ impl<'a> CopyLoop<'a> {
     }
 
     fn acked_bytes(&self) -> u64 {
-        let t = self.tracker.lock().expect("ack tracker poisoned");
-        t.partitions.iter().map(|p| p.acked_bytes).sum()
+        self.tracker
+            .lock()
+            .expect("ack tracker poisoned")
+            .acked_bytes
     }
 
     /// Whether the next commit promotes the delayed offset syncs: Java does at every commit
@@ -715,10 +678,8 @@ impl<'a> CopyLoop<'a> {
             // replace them: MM2 would have fired them before its next commit.
             s.send_all_pending();
         }
-        self.settle_commit(hooks, syncs.as_deref_mut(), true, outcome)?;
         let promote = spec.sync_every_commit || self.promotion_due();
-        self.start_commit(hooks, syncs.as_deref_mut(), promote, outcome)?;
-        self.settle_commit(hooks, syncs.as_deref_mut(), true, outcome)?;
+        self.commit(hooks, syncs.as_deref_mut(), promote, outcome)?;
         if let Some(s) = syncs {
             // Offset syncs of the final commit are part of the slice: flush them before exiting,
             // while the lease (as it stands after the commit's wait) holds.
