@@ -561,12 +561,13 @@ async fn a_kill_storm_loses_nothing_and_duplicates_little() {
     let order = common::copy_order(&stack.b, &remote, partitions, total).await;
     eprintln!(
         "kill storm: {kills} kills, {lost_leases} lost leases, {} records, {} lost, \
-         {} duplicates ({:.2} %), {} restarts",
+         {} duplicates ({:.2} %), {} restarts, the largest going back {} records",
         total,
         order.lost,
         order.duplicates,
         100.0 * order.duplicates as f64 / total as f64,
-        order.restarts
+        order.restarts,
+        order.largest_step_back
     );
     assert_eq!(order.lost, 0, "{order:?}");
     assert!(order.first_copies_in_order, "{order:?}");

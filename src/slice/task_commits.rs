@@ -21,7 +21,7 @@ use tokio::task::JoinHandle;
 pub(super) const HINT_INTERVAL: Duration = Duration::from_secs(30);
 
 /// A commit on its way, with the store it writes through; it gives the store back.
-type Pending = JoinHandle<(OffsetStore, Result<(), String>)>;
+type Pending = JoinHandle<(OffsetStore, Result<(), CommitFailure>)>;
 
 /// Commits go to the Connect offsets topic; ownership comes from the task's lease.
 pub(super) struct StoreHooks {
@@ -114,37 +114,49 @@ impl StoreHooks {
     }
 }
 
+/// Why a commit did not count.
+enum CommitFailure {
+    /// The lease stopped being trusted first; says what became of the commit's record.
+    LeaseExpired(String),
+    Failed(String),
+}
+
 /// Writes `offsets` through `store` and waits for their delivery while the lease is trusted
 /// (a renewal during the wait extends it) and until `deadline`. Checked once more right before
-/// the write: the copy loop checked before handing the commit over.
+/// the write: the copy loop checked before handing the commit over, and a freeze may fall
+/// between the two.
 async fn write_commit(
     store: &mut OffsetStore,
     offsets: BTreeMap<PartitionKey, StoredOffset>,
     ownership: &Ownership,
     deadline: Instant,
-) -> Result<(), String> {
+) -> Result<(), CommitFailure> {
     let topic = store.topic().to_string();
     let Some(mut until) = trusted_until(ownership, deadline) else {
-        return Err(format!("{topic}: not written, the task's lease expired"));
+        return Err(CommitFailure::LeaseExpired(format!(
+            "its last commit was not written to {topic}"
+        )));
     };
     store.hint_writes_until(until);
     let commit = store.commit_stored(&offsets);
     tokio::pin!(commit);
     loop {
         if let Ok(done) = tokio::time::timeout_at(until.into(), &mut commit).await {
-            return done.map(|_| ()).map_err(|e| format!("{topic}: {e}"));
+            return done
+                .map(|_| ())
+                .map_err(|e| CommitFailure::Failed(format!("{topic}: {e}")));
         }
         match trusted_until(ownership, deadline).filter(|t| *t > until) {
             Some(later) => until = later,
             None if Instant::now() < deadline => {
-                return Err(format!(
-                    "{topic}: not confirmed before the task's lease expired"
-                ))
+                return Err(CommitFailure::LeaseExpired(format!(
+                    "its last commit was sent to {topic} but not confirmed in time"
+                )))
             }
             None => {
-                return Err(format!(
+                return Err(CommitFailure::Failed(format!(
                     "{topic}: not confirmed before the slice's deadline"
-                ))
+                )))
             }
         }
     }
@@ -153,9 +165,7 @@ async fn write_commit(
 impl TaskHooks for StoreHooks {
     fn start_commit(&mut self, offsets: BTreeMap<TopicPartition, i64>) -> Result<(), TaskError> {
         if trusted_until(&self.ownership, self.deadline).is_none() {
-            return Err(TaskError::LeaseLost {
-                task: self.task.clone(),
-            });
+            return Err(TaskError::lease_lost(&self.task));
         }
         let keyed = self.keyed(offsets);
         let Some(mut store) = self.store.take() else {
@@ -180,7 +190,13 @@ impl TaskHooks for StoreHooks {
         match self.handle.block_on(pending) {
             Ok((store, written)) => {
                 self.store = Some(store);
-                Some(written.map_err(|m| self.commit_error(m)))
+                Some(written.map_err(|failure| match failure {
+                    CommitFailure::LeaseExpired(stopped) => TaskError::LeaseLost {
+                        task: self.task.clone(),
+                        stopped,
+                    },
+                    CommitFailure::Failed(message) => self.commit_error(message),
+                }))
             }
             Err(e) => Some(Err(self.commit_error(format!("commit task failed: {e}")))),
         }

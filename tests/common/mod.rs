@@ -788,6 +788,8 @@ pub struct CopyOrder {
     /// Places where a partition does not continue with the next source record: a re-copy after
     /// a kill restarts once; two writers at once restart again and again.
     pub restarts: usize,
+    /// The most records one restart went back by: what the largest re-copy repeated.
+    pub largest_step_back: usize,
     /// Whether every record's first copy sits in source order, in its source partition.
     pub first_copies_in_order: bool,
 }
@@ -822,6 +824,9 @@ pub async fn copy_order(bootstrap: &str, remote: &str, partitions: i32, total: u
             }
             if n > 0 && *i != seq[n - 1] + partitions as usize {
                 order.restarts += 1;
+                let back = (seq[n - 1] + partitions as usize).saturating_sub(*i);
+                let back = back / partitions as usize;
+                order.largest_step_back = order.largest_step_back.max(back);
             }
         }
     }

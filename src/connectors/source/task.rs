@@ -152,10 +152,21 @@ pub enum TaskError {
         offset: String,
         reason: String,
     },
-    #[error("{task}: lease lost; stopped without committing further")]
-    LeaseLost { task: String },
+    /// The task's lease ran out or was taken; `stopped` says what became of its last commit.
+    #[error("{task}: lease lost; {stopped}")]
+    LeaseLost { task: String, stopped: String },
     #[error("{task}: commit failed: {message}")]
     Commit { task: String, message: String },
+}
+
+impl TaskError {
+    /// The lease was found gone before anything more was handed over.
+    pub fn lease_lost(task: &str) -> Self {
+        TaskError::LeaseLost {
+            task: task.to_string(),
+            stopped: "stopped without committing further".to_string(),
+        }
+    }
 }
 
 /// Per-partition figures for the slice report.
@@ -791,9 +802,7 @@ impl<'a> CopyLoop<'a> {
     }
 
     fn lease_lost(&self) -> TaskError {
-        TaskError::LeaseLost {
-            task: self.spec.name.clone(),
-        }
+        TaskError::lease_lost(&self.spec.name)
     }
 
     /// When a wait for deliveries must end: at `deadline`, or earlier when the lease's
