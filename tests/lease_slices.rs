@@ -572,19 +572,20 @@ async fn a_kill_storm_loses_nothing_and_duplicates_little() {
     assert_eq!(order.lost, 0, "{order:?}");
     assert!(order.first_copies_in_order, "{order:?}");
     // Each kill re-copies what its slice copied since its last position commit: a task commits
-    // every second and after every 4 MiB acknowledged, so a re-copy is at most ~8,200 of these
-    // 512 B records, plus what the task copied while its last commit was on its way and the
-    // produce request in flight. With one commit a second, a slice catching up re-copied up to
-    // a whole partition's backlog (~25,000); two writers at once double whole partitions.
+    // every second and after every 1 MiB acknowledged, so a re-copy is at most ~2,000 of these
+    // 512 B records, plus the produce requests in flight. With one commit a second, a slice
+    // catching up re-copied up to a whole partition's backlog (~25,000); two writers at once
+    // double whole partitions.
     assert!(
-        order.duplicates <= order.restarts * 12_000,
-        "more than 12,000 records re-copied per restart: {order:?}"
+        order.duplicates <= order.restarts * 6_000,
+        "more than 6,000 records re-copied per restart: {order:?}"
     );
-    // In all, it depends on how many kills land mid-copy: 0-6 % measured on Kafka, 0 % and 26 %
-    // (16 restarts of ~3,300 records) on tansu, whose slices copy longer.
+    // In all, it depends on how many kills land mid-copy: 0.7-0.8 % measured on Kafka and tansu
+    // (2 restarts of 750-1,100 records); with a commit every 4 MiB, tansu in CI re-copied 26 %
+    // (16 restarts of ~3,300 records).
     assert!(
-        order.duplicates * 3 <= total,
-        "more than a third duplicated: {order:?}"
+        order.duplicates * 8 <= total,
+        "more than an eighth duplicated: {order:?}"
     );
     // A re-copy starts once per partition of a slice that stopped without its last commit;
     // two writers at once would restart again and again as their copies interleave.

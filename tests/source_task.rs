@@ -481,10 +481,10 @@ async fn a_failed_commit_counts_nothing_and_fails_the_task() {
     }
 }
 
-// A fast copy commits after every 4 MiB acknowledged, long before the timed flush (60 s here):
+// A fast copy commits after every 1 MiB acknowledged, long before the timed flush (60 s here):
 // what a kill re-copies is bounded by bytes, not by the interval. 40 MB of 1 KiB records.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fast_copy_commits_after_every_4_mib_whatever_the_interval() {
+async fn a_fast_copy_commits_after_every_mib_whatever_the_interval() {
     let (outcome, hooks, on_target) = copy_until_the_lease_ends(
         "task-commit-bytes",
         MemoryHooks::default(),
@@ -501,13 +501,13 @@ async fn a_fast_copy_commits_after_every_4_mib_whatever_the_interval() {
             position.values().map(|o| o + 1).sum::<i64>()
         })
         .collect();
-    // Each commit but the last covers at least 4 MiB (4,096 records of ~1 KiB) more than the
-    // one before; and the copy made several of them.
+    // Each commit but the last covers at least 1 MiB (~1,000 records of ~1 KiB) more than the
+    // one before; and the copy made one for about every MiB.
     for pair in covered[..covered.len() - 1].windows(2) {
-        assert!(pair[1] - pair[0] >= 4_000, "commits too close: {covered:?}");
+        assert!(pair[1] - pair[0] >= 1_000, "commits too close: {covered:?}");
     }
     assert!(
-        covered.len() >= 5,
+        covered.len() >= 20,
         "{} commits for 40 MB: {covered:?}",
         covered.len()
     );

@@ -41,7 +41,7 @@ pub const OFFSET_FLUSH_INTERVAL: &str = "offset.flush.interval.ms";
 /// default is 60 s: an always-on worker rarely dies, and then re-copies up to a minute. A slice
 /// killed mid-copy (OOM, a crashed sandbox) re-copies everything since its last commit, and
 /// such kills are what a slice must shrug off, so it commits every second, and sooner once a
-/// task copied 4 MiB since its last commit (`COMMIT_AFTER_BYTES` in the source task). A commit
+/// task copied 1 MiB since its last commit (`COMMIT_AFTER_BYTES` in the source task). A commit
 /// is written while the copy goes on: one small record per partition that moved.
 pub const DEFAULT_OFFSET_FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 

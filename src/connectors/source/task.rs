@@ -16,7 +16,7 @@
 //!    *committable* offset only advances over a contiguous run of acknowledged records, so a
 //!    failed or outstanding record is never committed past (§7.6). Acknowledged records feed
 //!    the offset-sync rules (§7.5).
-//! 4. **Commit.** Every `offset.flush.interval.ms`, after every 4 MiB acknowledged, and at the
+//! 4. **Commit.** Every `offset.flush.interval.ms`, after every 1 MiB acknowledged, and at the
 //!    end, committable offsets go to the caller's [`TaskHooks::start_commit`] (the Connect
 //!    offsets topic), and the task waits for [`TaskHooks::commit_outcome`] to confirm it:
 //!    then its offsets count as committed and delayed offset syncs are promoted and sent
@@ -295,10 +295,10 @@ type Wake = Arc<(Mutex<bool>, Condvar)>;
 const LAG_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A task commits once this many bytes were acknowledged since its last commit (if it is not
-/// due earlier by time). Measured on the local stack (1M x 512 B records, medians of 5): with
-/// 4 MiB, ~100 commits cost no throughput or CPU time; with 1 MiB, ~270 commits cost ~6 % more
-/// CPU time.
-const COMMIT_AFTER_BYTES: u64 = 4 * 1024 * 1024;
+/// due earlier by time): what a kill re-copies. Measured on the local Apache Kafka stack (1M x
+/// 512 B records, 3 runs each): 4 MiB, 1 MiB and 512 KiB cost the same throughput and CPU time
+/// within the run-to-run spread (114-182 MB/s, 2.2-2.7 CPU s).
+const COMMIT_AFTER_BYTES: u64 = 1024 * 1024;
 
 /// Delayed offset syncs are promoted at a commit at most this often (unless the flush interval
 /// is longer), and at the slice's last commit: the cadence of syncs before commits became
