@@ -22,7 +22,9 @@ use mirrorslice::connect::config_store::ConfigStore;
 use mirrorslice::connect::internal_topics::{
     ensure_compacted_topic, ensure_worker_topics, Creation, TopicError,
 };
-use mirrorslice::connect::offset_store::{OffsetStore, OffsetStoreError, PartitionKey};
+use mirrorslice::connect::offset_store::{
+    LoadedOffsets, OffsetStore, OffsetStoreError, PartitionKey,
+};
 use mirrorslice::connect::status_store::StatusStore;
 use mirrorslice::kafka::internal_log::{self, LogError, BEGINNING};
 use mirrorslice::state::{LocalStateStore, StateError, StateStore};
@@ -691,6 +693,97 @@ async fn a_superseded_malformed_offset_is_ignored_and_a_malformed_latest_one_is_
     internal_log::append(&log, &f.topic, fixed).await.unwrap();
     let loaded = f.store(f.state.clone()).load(&parts).await.unwrap();
     assert_eq!(loaded.offsets[&PartitionKey(parts[1].clone())], 88);
+}
+
+/// A store of the fixture's state, fenced by `fence`, with what it loaded of `parts`.
+async fn fenced_load(
+    f: &OffsetsFixture,
+    parts: &[SourcePartition],
+    fence: u64,
+) -> (OffsetStore, LoadedOffsets) {
+    let mut store = f.store(f.state.clone()).with_commit_fence(fence);
+    let loaded = store.load(parts).await.unwrap();
+    (store, loaded)
+}
+
+/// A load from the fixture's hint and a full read both find `expected` for `parts[0]`.
+async fn loads_agree(f: &OffsetsFixture, parts: &[SourcePartition], expected: Option<i64>) {
+    let hinted = f.store(f.state.clone()).load(parts).await.unwrap();
+    let full = f.fresh_store().0.load(parts).await.unwrap();
+    assert!(!hinted.full_read && full.full_read);
+    for loaded in [hinted, full] {
+        let found = loaded.offsets.get(&PartitionKey(parts[0].clone()));
+        assert_eq!(found.copied(), expected, "{loaded:?}");
+    }
+}
+
+/// The value bytes of the last record on `partition` of the offsets topic.
+async fn last_value(f: &OffsetsFixture, partition: i32, key: &[u8]) -> Option<Vec<u8>> {
+    let records = consume_all(&f.bootstrap, &f.topic, f.partitions).await;
+    let mut ours = records
+        .into_iter()
+        .filter(|r| r.partition == partition && r.key.as_deref() == Some(key));
+    ours.next_back().expect("a record of the key").value
+}
+
+// A commit sent before a freeze can be written at the thaw, after a successor's: its lower
+// fence keeps it from moving the stored offset back, on a load with or without a hint. A
+// store whose lease token is below the stored fence (the lease store was reset) writes one
+// value without a fence, then fences again. A value without a fence (Java's) and a tombstone
+// always apply.
+#[tokio::test]
+async fn a_late_commit_of_a_stale_writer_is_skipped_by_its_lower_fence() {
+    let f = OffsetsFixture::new().await;
+    let parts = vec![src("fenced", 0)];
+    let key = PartitionKey(parts[0].clone());
+    let (p0, k0) = placed(&parts[0], f.partitions);
+    let (mut stale, _) = fenced_load(&f, &parts, 5).await;
+    stale.commit(&offsets_of(&parts, 100)).await.unwrap();
+    let (mut successor, loaded) = fenced_load(&f, &parts, 6).await;
+    assert_eq!(loaded.offsets[&key], 100);
+    successor.commit(&offsets_of(&parts, 200)).await.unwrap();
+    assert_eq!(
+        last_value(&f, p0, &k0).await.as_deref(),
+        Some(br#"{"offset":200,"fence":6}"#.as_slice())
+    );
+
+    // The stale writer's commit of 150 lands now.
+    let late = vec![(
+        p0,
+        k0.clone(),
+        Some(br#"{"offset":150,"fence":5}"#.to_vec()),
+    )];
+    internal_log::append(&props(&f.bootstrap), &f.topic, late)
+        .await
+        .unwrap();
+    loads_agree(&f, &parts, Some(200)).await;
+
+    // A lease store started over: tokens from 1 again.
+    let (mut reset, loaded) = fenced_load(&f, &parts, 2).await;
+    assert_eq!(loaded.offsets[&key], 200);
+    reset.commit(&offsets_of(&parts, 300)).await.unwrap();
+    assert_eq!(
+        last_value(&f, p0, &k0).await.as_deref(),
+        Some(br#"{"offset":300}"#.as_slice())
+    );
+    reset.commit(&offsets_of(&parts, 400)).await.unwrap();
+    assert_eq!(
+        last_value(&f, p0, &k0).await.as_deref(),
+        Some(br#"{"offset":400,"fence":2}"#.as_slice())
+    );
+    loads_agree(&f, &parts, Some(400)).await;
+
+    // Java's value, then a tombstone.
+    let java = vec![(p0, k0.clone(), Some(offset_value_bytes(120)))];
+    internal_log::append(&props(&f.bootstrap), &f.topic, java)
+        .await
+        .unwrap();
+    loads_agree(&f, &parts, Some(120)).await;
+    let tombstone = vec![(p0, k0, None)];
+    internal_log::append(&props(&f.bootstrap), &f.topic, tombstone)
+        .await
+        .unwrap();
+    loads_agree(&f, &parts, None).await;
 }
 
 /// A state store whose position hints are corrupt documents (a damaged item, a bad edit).

@@ -116,7 +116,8 @@ async fn offsets_are_connect_format_in_the_murmur2_partition() {
     common::create_topic(&stack.a, &topic, 3, &[]).await;
     common::produce(&stack.a, &topic, &records(3, 4, "x")).await;
     flow.run_ok();
-    // Beside Java's offset, the source topic's ID (Java reads the offset alone).
+    // Beside Java's offset, the source topic's ID and the slice's fence, the first token of the
+    // flow's connector lease (Java reads the offset alone).
     let id = common::topic_id(&stack.a, &topic)
         .await
         .expect("the broker's topic ID");
@@ -171,7 +172,7 @@ async fn offsets_are_connect_format_in_the_murmur2_partition() {
                 let value = decode_value(m.payload()).unwrap().unwrap();
                 assert_eq!(
                     m.payload().unwrap(),
-                    format!("{{\"offset\":{value},\"topicId\":\"{id}\"}}").as_bytes()
+                    format!("{{\"offset\":{value},\"topicId\":\"{id}\",\"fence\":1}}").as_bytes()
                 );
                 found.insert(p, value);
             }

@@ -32,6 +32,13 @@
 //! may a key the hint does not cover be read from its own partition alone. A key's latest record
 //! wins; a malformed record that a later one superseded is ignored, as in Java.
 //!
+//! **Fences.** Our commits carry the writing slice's connector-lease token
+//! (`{"offset":41,"fence":7}`, see [`OffsetStore::with_commit_fence`]). A commit sent before a
+//! freeze can be written at the thaw, after a successor's: it then carries a lower fence than
+//! the value it lands on, and a load skips it ([`fence_admits`]), so the stored position never
+//! moves back to where the stale writer was. Records without a fence (Java's, tombstones)
+//! always apply.
+//!
 //! A commit writes only the values that changed, on the partition `murmur2(key) % partitions`
 //! (over the topic's actual partition count), waits for delivery, and moves the hint forward
 //! only where our records were the only ones written since the known position: if anyone else
@@ -47,8 +54,8 @@ use crate::config::Props;
 use crate::kafka::internal_log::{display_key, InternalLog, LogError, BEGINNING};
 use crate::state::{StateError, StateStore};
 use crate::wire::connect_offsets::{
-    decode_stored, offsets_partition, stored_offset_bytes, SourcePartition, StoredOffset,
-    MIRROR_SOURCE_CONNECTOR,
+    decode_stored, fence_admits, offsets_partition, stored_offset_bytes, value_fence,
+    SourcePartition, StoredOffset, MIRROR_SOURCE_CONNECTOR,
 };
 use crate::wire::ConnectRecordError;
 
@@ -177,6 +184,8 @@ pub struct OffsetStore {
     hint_key: String,
     /// The writing task's lease token: hint writes are fenced by it ([`StateStore::put_fenced`]).
     fencing_token: Option<u64>,
+    /// Stamped on committed values, see [`OffsetStore::with_commit_fence`].
+    commit_fence: Option<u64>,
     /// Hint writes give up at this instant (the writer's lease validity), see
     /// [`OffsetStore::hint_writes_until`].
     hint_until: Option<Instant>,
@@ -232,6 +241,7 @@ impl OffsetStore {
             state,
             hint_key: hint_key.into(),
             fencing_token: None,
+            commit_fence: None,
             hint_until: None,
             hint_interval: Duration::ZERO,
             hint_saved_at: Instant::now(),
@@ -248,6 +258,16 @@ impl OffsetStore {
     /// refused once its successor wrote.
     pub fn fenced_by(mut self, fencing_token: u64) -> Self {
         self.fencing_token = Some(fencing_token);
+        self
+    }
+
+    /// Stamp committed values with `fence`, the writing slice's connector-lease token. Task
+    /// tokens would not do: they count per task id, and a partition moves between tasks. The
+    /// connector token grows from one writer of a partition to the next, since task leases are
+    /// taken only under the connector lease and a partition's next writer starts only after its
+    /// last one's task lease ended (see `slice::assignment`).
+    pub fn with_commit_fence(mut self, fence: u64) -> Self {
+        self.commit_fence = Some(fence);
         self
     }
 
@@ -543,8 +563,11 @@ impl OffsetStore {
         let partitions = self.partitions;
         let mut n = 0usize;
         let mut misplaced = 0usize;
-        // Per key, the last record seen on each partition (records arrive in offset order).
+        let mut stale = 0usize;
+        // Per key, the last record on each partition that its fence admits (records arrive in
+        // offset order); on the key's own partition, after the value known at `apply_from`.
         let mut seen: HashMap<PartitionKey, BTreeMap<i32, Seen>> = HashMap::new();
+        let values = &self.values;
         let ends = self
             .log
             .read_to_at_least_with(starts, min_ends, self.read_timeout, |r| {
@@ -563,16 +586,39 @@ impl OffsetStore {
                 {
                     return;
                 }
+                let fence = value_fence(r.value);
+                let last = seen
+                    .get(k)
+                    .and_then(|by_partition| by_partition.get(&r.partition));
+                let current = match last {
+                    Some(last) => last.fence,
+                    None if r.partition == placement => {
+                        values.get(k).and_then(Option::as_ref).and_then(|v| v.fence)
+                    }
+                    None => None,
+                };
+                if !fence_admits(fence, current) {
+                    stale += 1;
+                    return;
+                }
                 seen.entry(k.clone()).or_default().insert(
                     r.partition,
                     Seen {
                         offset: r.offset,
                         timestamp: r.timestamp,
                         value: r.value.map(<[u8]>::to_vec),
+                        fence,
                     },
                 );
             })
             .await?;
+        if stale > 0 {
+            tracing::info!(
+                topic = %self.topic(),
+                stale,
+                "skipped offsets written late by a slice whose lease had passed on (lower fence)"
+            );
+        }
         if scope == Scope::AllPartitions {
             self.placed = Some(misplaced == 0);
             if misplaced > 0 {
@@ -635,13 +681,11 @@ impl OffsetStore {
         let mut written: Vec<(PartitionKey, StoredOffset)> = Vec::new();
         for (k, v) in offsets {
             self.track(k);
-            if self
-                .values
-                .get(k)
-                .is_some_and(|known| known.as_ref() == Some(v))
-            {
+            let known = self.values.get(k).cloned().flatten();
+            if known.as_ref().is_some_and(|known| known.same_position(v)) {
                 continue;
             }
+            let v = &self.fenced(k, v, known.as_ref());
             let t = &self.tracked[k];
             records.push((t.log_partition, t.key.clone(), Some(stored_offset_bytes(v))));
             written.push((k.clone(), v.clone()));
@@ -674,6 +718,36 @@ impl OffsetStore {
             self.save_hint()?;
         }
         Ok(count)
+    }
+
+    /// `v` stamped with the commit fence, unless the stored value carries a higher one: the
+    /// lease store was reset (a recreated table, a flow moved between the local and the
+    /// DynamoDB store) and its tokens started again. Every load would skip our values behind
+    /// that one, so this one goes without a fence, which any record replaces; the next is
+    /// fenced again.
+    fn fenced(
+        &self,
+        k: &PartitionKey,
+        v: &StoredOffset,
+        known: Option<&StoredOffset>,
+    ) -> StoredOffset {
+        let mut v = v.clone();
+        v.fence = self.commit_fence.or(v.fence);
+        let stored_fence = known.and_then(|known| known.fence);
+        if let (Some(ours), Some(stored)) = (v.fence, stored_fence) {
+            if stored > ours {
+                tracing::warn!(
+                    topic = %self.topic(),
+                    key = %display_key(&self.tracked[k].key),
+                    stored_fence = stored,
+                    our_fence = ours,
+                    "stored offset has a higher fence than this slice's lease token (was the \
+                     lease store reset?); writing this commit without a fence"
+                );
+                v.fence = None;
+            }
+        }
+        v
     }
 
     fn parse_hint(&self, v: &Value) -> Result<Hint, String> {
@@ -813,6 +887,7 @@ struct Seen {
     offset: i64,
     timestamp: Option<i64>,
     value: Option<Vec<u8>>,
+    fence: Option<u64>,
 }
 
 /// The partition holding a key's latest write. Writers place a key by the partition count they
@@ -830,12 +905,20 @@ fn latest_write(by_partition: &BTreeMap<i32, Seen>, placement: i32) -> (i32, &Se
 }
 
 /// A stored value in the hint: the offset alone (a number, as hints before topic IDs were kept),
-/// or the Connect value's own map `{"offset":41,"topicId":"…"}`.
+/// or the Connect value's own map `{"offset":41,"topicId":"…","fence":7}`.
 fn hint_json(v: &StoredOffset) -> Value {
-    match &v.topic_id {
-        None => json!(v.offset),
-        Some(id) => json!({"offset": v.offset, "topicId": id}),
+    if v.topic_id.is_none() && v.fence.is_none() {
+        return json!(v.offset);
     }
+    let mut map = Map::new();
+    map.insert("offset".into(), json!(v.offset));
+    if let Some(id) = &v.topic_id {
+        map.insert("topicId".into(), json!(id));
+    }
+    if let Some(fence) = v.fence {
+        map.insert("fence".into(), json!(fence));
+    }
+    Value::Object(map)
 }
 
 /// Reads what [`hint_json`] writes; `None` for anything else (the hint is then unusable).
@@ -848,8 +931,16 @@ fn hint_value(v: &Value) -> Option<Option<StoredOffset>> {
                 None => None,
                 Some(id) => Some(id.as_str()?.to_string()),
             };
+            let fence = match m.get("fence") {
+                None => None,
+                Some(f) => Some(f.as_u64()?),
+            };
             let offset = m.get("offset")?.as_i64()?;
-            Some(Some(StoredOffset { offset, topic_id }))
+            Some(Some(StoredOffset {
+                offset,
+                topic_id,
+                fence,
+            }))
         }
         _ => None,
     }
@@ -986,6 +1077,7 @@ mod tests {
         let with_id = StoredOffset {
             offset: 41,
             topic_id: Some("kq4tPfR3QW2VpsBzxc6rmA".into()),
+            fence: Some(7),
         };
         s.values.insert(a.clone(), Some(with_id.clone()));
         s.values.insert(b.clone(), None);
@@ -1003,6 +1095,7 @@ mod tests {
             offset,
             timestamp: Some(timestamp),
             value: None,
+            fence: None,
         }
     }
 

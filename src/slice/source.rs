@@ -53,6 +53,8 @@ struct WorkerClients {
 struct WonTask {
     id: u32,
     lease: HeldLease,
+    /// The token of the connector lease the task lease was won under: its commits' fence.
+    connector_token: u64,
 }
 
 impl SourceSlice<'_> {
@@ -269,7 +271,11 @@ impl SourceSlice<'_> {
         let mut failure = None;
         while let Some(joined) = acquiring.join_next().await {
             match joined.expect("lease acquisition panicked") {
-                (id, Ok(Some(lease))) => won.push(WonTask { id, lease }),
+                (id, Ok(Some(lease))) => won.push(WonTask {
+                    id,
+                    lease,
+                    connector_token: gate.connector_token,
+                }),
                 (id, Ok(None)) => {
                     tracing::info!(task = id, "task lease held by another invocation");
                     report.tasks.push(TaskReport::held_elsewhere(CONNECTOR, id));
@@ -348,6 +354,7 @@ impl SourceSlice<'_> {
             offsets_hint_key(&flow, CONNECTOR, id),
         )
         .fenced_by(task.lease.info().fencing_token)
+        .with_commit_fence(task.connector_token)
         .with_hint_interval(HINT_INTERVAL);
         TaskRun {
             id,

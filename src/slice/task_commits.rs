@@ -97,9 +97,11 @@ impl StoreHooks {
         offsets
             .into_iter()
             .map(|((t, p), offset)| {
+                // The store stamps its fence (see `OffsetStore::with_commit_fence`).
                 let stored = StoredOffset {
                     offset,
                     topic_id: self.topic_ids.get(&t).cloned(),
+                    fence: None,
                 };
                 (PartitionKey::source(&self.source_alias, &t, p), stored)
             })

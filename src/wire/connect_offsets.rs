@@ -181,56 +181,84 @@ pub fn offset_value_bytes(offset: i64) -> Vec<u8> {
 }
 
 /// A `MirrorSourceConnector` offset as we store it: the last replicated upstream offset and,
-/// beside it, the KIP-516 ID of the source topic it was read from (`{"offset":41,"topicId":
-/// "kq4tPfR3QW2VpsBzxc6rmA"}`). Java's `MirrorUtils.unwrapOffset` reads only `offset` and
-/// ignores other fields, so a Java MM2 resumes from these values unchanged; it writes back
-/// values without `topicId`, which read as "ID not known" (docs/connect-offsets.md).
+/// beside it, the KIP-516 ID of the source topic it was read from and the fence of the slice
+/// that wrote it (`{"offset":41,"topicId":"kq4tPfR3QW2VpsBzxc6rmA","fence":7}`). Java's
+/// `MirrorUtils.unwrapOffset` reads only `offset` and ignores other fields, so a Java MM2
+/// resumes from these values unchanged; it writes back values without the extra fields, which
+/// read as "ID not known" and "not fenced" (docs/connect-offsets.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredOffset {
     pub offset: i64,
     /// The source topic's ID when the offset was written, if the source broker reported one.
     pub topic_id: Option<String>,
+    /// The writer's connector-lease fencing token: a record with a lower fence than the value
+    /// it would replace is a stale writer's, landed late, and does not count.
+    pub fence: Option<u64>,
 }
 
 impl StoredOffset {
-    /// An offset without a topic ID (what Java MM2 and the other two connectors store).
+    /// An offset without a topic ID or fence (what Java MM2 and the other two connectors store).
     pub fn plain(offset: i64) -> Self {
         StoredOffset {
             offset,
             topic_id: None,
+            fence: None,
         }
     }
+
+    /// The same position: offset and topic ID, whoever wrote it.
+    pub fn same_position(&self, other: &StoredOffset) -> bool {
+        self.offset == other.offset && self.topic_id == other.topic_id
+    }
+}
+
+/// Whether a record fenced by `new` replaces a value fenced by `current`: unless both are
+/// fenced and `new` is lower. A value without a fence (Java's, or ours written after the lease
+/// store was reset) ends the comparison: whatever comes next replaces it.
+pub fn fence_admits(new: Option<u64>, current: Option<u64>) -> bool {
+    !matches!((new, current), (Some(n), Some(c)) if n < c)
 }
 
 #[derive(Serialize)]
 struct StoredOffsetMap<'a> {
     offset: i64,
-    #[serde(rename = "topicId")]
-    topic_id: &'a str,
+    #[serde(rename = "topicId", skip_serializing_if = "Option::is_none")]
+    topic_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fence: Option<u64>,
 }
 
-/// The value bytes of `stored`: exactly Java's `{"offset":41}` without a topic ID.
+/// The value bytes of `stored`: exactly Java's `{"offset":41}` without a topic ID or fence.
 pub fn stored_offset_bytes(stored: &StoredOffset) -> Vec<u8> {
-    match &stored.topic_id {
-        None => offset_value_bytes(stored.offset),
-        Some(id) => jackson_bytes(&StoredOffsetMap {
-            offset: stored.offset,
-            topic_id: id,
-        }),
-    }
+    jackson_bytes(&StoredOffsetMap {
+        offset: stored.offset,
+        topic_id: stored.topic_id.as_deref(),
+        fence: stored.fence,
+    })
 }
 
-/// Decodes a value like [`decode_value`], with the `topicId` beside the offset when there is
-/// one. A `topicId` that is not a string is treated as absent: the ID only adds a check, and
-/// its absence keeps the checks made without it.
+/// The fence of a value, without decoding the rest: `None` when there is none or the value is
+/// not a JSON object with a non-negative integer `fence` (such a record is then not fenced).
+pub fn value_fence(bytes: Option<&[u8]>) -> Option<u64> {
+    let v = serde_json::from_slice::<Value>(bytes?).ok()?;
+    v.get("fence")?.as_u64()
+}
+
+/// Decodes a value like [`decode_value`], with the `topicId` and `fence` beside the offset
+/// when there are. A `topicId` that is not a string, or a `fence` that is not a non-negative
+/// integer, is treated as absent: each only adds a check, and its absence keeps the checks made
+/// without it.
 pub fn decode_stored(bytes: Option<&[u8]>) -> Result<Option<StoredOffset>, ConnectRecordError> {
     let Some(offset) = decode_value(bytes)? else {
         return Ok(None);
     };
-    let topic_id = bytes
-        .and_then(|b| serde_json::from_slice::<Value>(b).ok())
-        .and_then(|v| v.get("topicId")?.as_str().map(str::to_string));
-    Ok(Some(StoredOffset { offset, topic_id }))
+    let map = bytes.and_then(|b| serde_json::from_slice::<Value>(b).ok());
+    let field = |name| map.as_ref().and_then(|v| v.get(name));
+    Ok(Some(StoredOffset {
+        offset,
+        topic_id: field("topicId").and_then(Value::as_str).map(str::to_string),
+        fence: field("fence").and_then(Value::as_u64),
+    }))
 }
 
 /// The partition map of a decoded key.
@@ -478,12 +506,12 @@ mod tests {
     }
 
     #[test]
-    fn stored_offsets_carry_the_topic_id_beside_java_s_offset() {
+    fn stored_offsets_carry_the_topic_id_and_fence_beside_java_s_offset() {
         let plain = StoredOffset::plain(41);
         assert_eq!(stored_offset_bytes(&plain), br#"{"offset":41}"#);
         let with_id = StoredOffset {
-            offset: 41,
             topic_id: Some("kq4tPfR3QW2VpsBzxc6rmA".into()),
+            ..plain.clone()
         };
         let bytes = stored_offset_bytes(&with_id);
         assert_eq!(
@@ -492,17 +520,52 @@ mod tests {
         );
         // Java's reading: the offset alone.
         assert_eq!(decode_value(Some(&bytes)).unwrap(), Some(41));
-        assert_eq!(decode_stored(Some(&bytes)).unwrap(), Some(with_id));
+        assert_eq!(decode_stored(Some(&bytes)).unwrap(), Some(with_id.clone()));
+        let fenced = StoredOffset {
+            fence: Some(7),
+            ..with_id.clone()
+        };
+        let bytes = stored_offset_bytes(&fenced);
+        assert_eq!(
+            bytes,
+            br#"{"offset":41,"topicId":"kq4tPfR3QW2VpsBzxc6rmA","fence":7}"#
+        );
+        assert_eq!(decode_value(Some(&bytes)).unwrap(), Some(41));
+        assert_eq!(decode_stored(Some(&bytes)).unwrap(), Some(fenced.clone()));
+        assert_eq!(value_fence(Some(&bytes)), Some(7));
+        assert!(fenced.same_position(&with_id) && !fenced.same_position(&plain));
+        let fence_only = StoredOffset {
+            fence: Some(7),
+            ..plain.clone()
+        };
+        assert_eq!(
+            stored_offset_bytes(&fence_only),
+            br#"{"offset":41,"fence":7}"#
+        );
         assert_eq!(
             decode_stored(Some(br#"{"offset":41}"#)).unwrap(),
             Some(plain)
         );
+        // Fields of the wrong type are absent, not errors.
         assert_eq!(
-            decode_stored(Some(br#"{"offset":41,"topicId":7}"#)).unwrap(),
+            decode_stored(Some(br#"{"offset":41,"topicId":7,"fence":-1}"#)).unwrap(),
             Some(StoredOffset::plain(41))
         );
+        assert_eq!(value_fence(Some(br#"{"offset":41,"fence":"7"}"#)), None);
+        assert_eq!(value_fence(Some(b"not json")), None);
+        assert_eq!(value_fence(None), None);
         assert_eq!(decode_stored(None).unwrap(), None);
         assert!(decode_stored(Some(br#"{"offset":4.1}"#)).is_err());
+    }
+
+    #[test]
+    fn a_lower_fence_never_replaces_a_higher_one_and_no_fence_always_does() {
+        assert!(fence_admits(Some(7), Some(7)));
+        assert!(fence_admits(Some(8), Some(7)));
+        assert!(!fence_admits(Some(6), Some(7)));
+        assert!(fence_admits(None, Some(7)), "Java's and tombstones apply");
+        assert!(fence_admits(Some(1), None), "after a value without a fence");
+        assert!(fence_admits(None, None));
     }
 
     // §4.7: offsets must be JSON integers, never floats.
