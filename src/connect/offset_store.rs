@@ -1063,6 +1063,21 @@ mod tests {
         assert!(s.parse_hint(&json!([1])).is_err());
     }
 
+    // The hint keeps each value's fence, so a load from it skips a stale writer's late record
+    // as a full read does; a fence that is not a non-negative integer makes the hint unusable.
+    #[test]
+    fn hint_values_keep_the_fence() {
+        let fenced = StoredOffset {
+            fence: Some(7),
+            ..StoredOffset::plain(41)
+        };
+        assert_eq!(hint_json(&fenced), json!({"offset": 41, "fence": 7}));
+        assert_eq!(hint_value(&hint_json(&fenced)), Some(Some(fenced)));
+        assert_eq!(hint_json(&StoredOffset::plain(41)), json!(41));
+        assert_eq!(hint_value(&json!({"offset": 41, "fence": -1})), None);
+        assert_eq!(hint_value(&json!({"offset": 41, "fence": "7"})), None);
+    }
+
     #[test]
     fn saved_hint_round_trips_through_the_parser() {
         let dir = tempfile::tempdir().unwrap();
