@@ -54,8 +54,8 @@ use crate::config::Props;
 use crate::kafka::internal_log::{display_key, InternalLog, LogError, BEGINNING};
 use crate::state::{StateError, StateStore};
 use crate::wire::connect_offsets::{
-    decode_stored, fence_admits, offsets_partition, stored_offset_bytes, value_fence,
-    SourcePartition, StoredOffset, MIRROR_SOURCE_CONNECTOR,
+    decode_stored, fence_admits, offsets_partition, stored_offset_bytes, stored_offset_json,
+    value_fence, SourcePartition, StoredOffset, MIRROR_SOURCE_CONNECTOR,
 };
 use crate::wire::ConnectRecordError;
 
@@ -681,11 +681,11 @@ impl OffsetStore {
         let mut written: Vec<(PartitionKey, StoredOffset)> = Vec::new();
         for (k, v) in offsets {
             self.track(k);
-            let known = self.values.get(k).cloned().flatten();
-            if known.as_ref().is_some_and(|known| known.same_position(v)) {
+            let known = self.values.get(k).and_then(Option::as_ref);
+            if known.is_some_and(|known| known.same_position(v)) {
                 continue;
             }
-            let v = &self.fenced(k, v, known.as_ref());
+            let v = &self.fenced(k, v, known);
             let t = &self.tracked[k];
             records.push((t.log_partition, t.key.clone(), Some(stored_offset_bytes(v))));
             written.push((k.clone(), v.clone()));
@@ -907,18 +907,10 @@ fn latest_write(by_partition: &BTreeMap<i32, Seen>, placement: i32) -> (i32, &Se
 /// A stored value in the hint: the offset alone (a number, as hints before topic IDs were kept),
 /// or the Connect value's own map `{"offset":41,"topicId":"…","fence":7}`.
 fn hint_json(v: &StoredOffset) -> Value {
-    if v.topic_id.is_none() && v.fence.is_none() {
-        return json!(v.offset);
+    match v.topic_id.is_none() && v.fence.is_none() {
+        true => json!(v.offset),
+        false => stored_offset_json(v),
     }
-    let mut map = Map::new();
-    map.insert("offset".into(), json!(v.offset));
-    if let Some(id) = &v.topic_id {
-        map.insert("topicId".into(), json!(id));
-    }
-    if let Some(fence) = v.fence {
-        map.insert("fence".into(), json!(fence));
-    }
-    Value::Object(map)
 }
 
 /// Reads what [`hint_json`] writes; `None` for anything else (the hint is then unusable).

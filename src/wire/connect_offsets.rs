@@ -228,13 +228,24 @@ struct StoredOffsetMap<'a> {
     fence: Option<u64>,
 }
 
+impl<'a> From<&'a StoredOffset> for StoredOffsetMap<'a> {
+    fn from(stored: &'a StoredOffset) -> Self {
+        StoredOffsetMap {
+            offset: stored.offset,
+            topic_id: stored.topic_id.as_deref(),
+            fence: stored.fence,
+        }
+    }
+}
+
 /// The value bytes of `stored`: exactly Java's `{"offset":41}` without a topic ID or fence.
 pub fn stored_offset_bytes(stored: &StoredOffset) -> Vec<u8> {
-    jackson_bytes(&StoredOffsetMap {
-        offset: stored.offset,
-        topic_id: stored.topic_id.as_deref(),
-        fence: stored.fence,
-    })
+    jackson_bytes(&StoredOffsetMap::from(stored))
+}
+
+/// `stored` as the JSON map its value bytes hold.
+pub fn stored_offset_json(stored: &StoredOffset) -> Value {
+    serde_json::to_value(StoredOffsetMap::from(stored)).expect("a map of a number and strings")
 }
 
 /// The fence of a value, without decoding the rest: `None` when there is none or the value is
