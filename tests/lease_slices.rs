@@ -581,8 +581,8 @@ async fn a_kill_storm_loses_nothing_and_duplicates_little() {
         "more than 6,000 records re-copied per restart: {order:?}"
     );
     // In all, it depends on how many kills land mid-copy: 0.7-5.2 % measured on Kafka (2-5
-    // restarts of up to 2,788 records), 0.7 % on tansu; with a commit every 4 MiB, tansu in CI re-copied 26 %
-    // (16 restarts of ~3,300 records).
+    // restarts of up to 2,788 records), 0.7 % on tansu; with a commit every 4 MiB, tansu in CI
+    // re-copied 26 % (16 restarts of ~3,300 records).
     assert!(
         order.duplicates * 8 <= total,
         "more than an eighth duplicated: {order:?}"
