@@ -136,6 +136,9 @@ pub struct PairConfigs {
     pub checkpoint: MirrorCheckpointConfig,
     pub heartbeat: MirrorHeartbeatConfig,
     pub worker: Props,
+    /// The source connector's config as Java writes it to the config topic: placeholders
+    /// unresolved (see [`crate::config::redact`]).
+    pub source_raw: Props,
 }
 
 /// Resolve the three connector configs and the worker config of one herder pair, the way the
@@ -145,6 +148,7 @@ pub fn pair_configs(
     pair: &SourceAndTarget,
 ) -> Result<PairConfigs, ConfigError> {
     let providers = ConfigProviders::from_props(mm.raw().map())?;
+    let source_raw = mm.connector_base_config(pair, ConnectorKind::Source);
     let resolved = |kind| providers.resolve_all(&mm.connector_base_config(pair, kind));
     // Point a bad value at the line that set it: the flow-scoped key first, then top level.
     let with_origin = |e: ConfigError| match &e {
@@ -167,6 +171,7 @@ pub fn pair_configs(
         checkpoint,
         heartbeat,
         worker,
+        source_raw,
     })
 }
 

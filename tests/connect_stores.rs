@@ -1135,6 +1135,65 @@ async fn config_store_writes_once_and_again_only_on_change() {
     );
 }
 
+// The config topic never holds a secret: literal secrets are hidden, placeholders stay
+// placeholders in the connector config and come back in the task configs (Java's
+// `reverseTransform`), while the tasks were generated from resolved values.
+#[tokio::test]
+async fn config_store_writes_no_secret() {
+    let s = stack();
+    let w = worker("cs-secret");
+    let topics = ensure_worker_topics(&w, &props(&s.b)).await.unwrap();
+    let topic = topics.configs.0.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let state: Arc<dyn StateStore> = Arc::new(LocalStateStore::new(dir.path()));
+    let store =
+        ConfigStore::new(&topic, props(&s.b), props(&s.b), state).with_read_timeout(READ_TIMEOUT);
+    let literal = unique("literal-pw");
+    let resolved = unique("resolved-pw");
+    let jaas = format!(
+        "org.apache.kafka.common.security.scram.ScramLoginModule required \
+         username=\"mirror\" password=\"{literal}\";"
+    );
+    let placeholder = "${env:MIRROR_KEY_PASSWORD}";
+    let connector: Props = [
+        (
+            "connector.class",
+            "org.apache.kafka.connect.mirror.MirrorSourceConnector",
+        ),
+        ("source.cluster.sasl.jaas.config", jaas.as_str()),
+        ("target.producer.ssl.key.password", placeholder),
+        ("source.cluster.sasl.mechanism", "SCRAM-SHA-512"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    // What `MirrorSourceConnector.taskConfigs` returns: the resolved connector config.
+    let mut task = connector.clone();
+    task.insert("target.producer.ssl.key.password".into(), resolved.clone());
+    task.insert("task.assigned.partitions".into(), "t-0".into());
+    assert!(store
+        .put_connector_and_tasks("MirrorSourceConnector", &connector, &[task], "k")
+        .await
+        .unwrap());
+
+    let records = store.read_all(READ_TIMEOUT).await.unwrap();
+    assert_eq!(records.len(), 4);
+    for r in &records {
+        let bytes = String::from_utf8_lossy(r.value.as_deref().unwrap_or_default());
+        assert!(
+            !bytes.contains(&literal) && !bytes.contains(&resolved),
+            "{bytes}"
+        );
+    }
+    let stored = store.read_connector("MirrorSourceConnector").await.unwrap();
+    for config in std::iter::once(stored.config.as_ref().unwrap()).chain(&stored.tasks) {
+        assert_eq!(config["source.cluster.sasl.jaas.config"], "[hidden]");
+        assert_eq!(config["target.producer.ssl.key.password"], placeholder);
+        assert_eq!(config["source.cluster.sasl.mechanism"], "SCRAM-SHA-512");
+    }
+    assert_eq!(stored.tasks[0]["task.assigned.partitions"], "t-0");
+}
+
 /// A source task config as Connect's worker stores it: with the task class a Java worker
 /// starts the task from.
 fn with_task_class(mut task: BTreeMap<String, String>) -> BTreeMap<String, String> {

@@ -7,6 +7,7 @@
 //! 3. [`connector`] turns a connector config into typed settings with MM2's defaults, derives
 //!    per-role client configs, and validates.
 //! 4. [`providers`] resolves `${env:NAME}` and `${file:path:key}` where MM2 resolves them.
+//! 5. [`redact`] decides what of a config may be written where others can read it.
 
 pub mod connector;
 pub mod error;
@@ -14,6 +15,7 @@ pub mod guarantees;
 pub mod mm2;
 pub mod properties;
 pub mod providers;
+pub mod redact;
 pub mod slice;
 pub mod values;
 

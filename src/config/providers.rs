@@ -54,6 +54,12 @@ enum Provider {
     Directory { allowed: Option<Vec<PathBuf>> },
 }
 
+/// Whether `value` holds a `${provider:[path:]key}` placeholder (Java's
+/// `AbstractHerder.keysWithVariableValues` test).
+pub fn has_placeholder(value: &str) -> bool {
+    value.contains("${") && placeholder_pattern().is_match(value).unwrap_or(false)
+}
+
 /// The providers declared in a configuration, ready to resolve placeholders.
 #[derive(Debug, Default)]
 pub struct ConfigProviders {
@@ -151,9 +157,10 @@ impl ConfigProviders {
         let mut out = String::with_capacity(value.len());
         let mut last = 0;
         for found in placeholder_pattern().captures_iter(value) {
+            // The value is not shown: it may hold a literal secret beside the placeholder.
             let caps = found.map_err(|e| ConfigError::Provider {
                 key: key.to_string(),
-                placeholder: value.to_string(),
+                placeholder: "(value not shown)".to_string(),
                 reason: e.to_string(),
             })?;
             let whole = caps.get(0).expect("group 0 always present");

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::config::redact::{redact_secrets, reverse_transform};
 use crate::config::{ConnectorKind, Props};
 use crate::kafka::internal_log::{InternalLog, LogError, LogRecord, BEGINNING};
 use crate::state::{StateError, StateStore};
@@ -210,18 +211,25 @@ impl ConfigStore {
 
     /// Writes `connector-<connector>`, `task-<connector>-<i>`…, `commit-<connector>` and
     /// `target-state-<connector>` (STARTED), in that order, unless exactly these configs are
-    /// already stored. `task_configs` are the connector's (`taskConfigs`); each is stored with
-    /// the `task.class` Connect's worker adds. `state_key` names the fingerprint in the state
-    /// store (e.g. `A->B/MirrorSourceConnector/config-hash`). Returns whether anything was
-    /// written.
+    /// already stored. `raw_connector_config` has its placeholders unresolved; `task_configs`
+    /// are the connector's (`taskConfigs`, resolved). What is written holds no secret: task
+    /// configs get the raw placeholders back and literal secrets are hidden
+    /// ([`crate::config::redact`]); each task config also gets the `task.class` Connect's
+    /// worker adds. `state_key` names the fingerprint in the state store (e.g.
+    /// `A->B/MirrorSourceConnector/config-hash`). Returns whether anything was written.
     pub async fn put_connector_and_tasks(
         &self,
         connector: &str,
-        connector_config: &Props,
+        raw_connector_config: &Props,
         task_configs: &[Props],
         state_key: &str,
     ) -> Result<bool, ConfigStoreError> {
-        let task_configs = &with_task_class(connector_config, task_configs);
+        let connector_config = &redact_secrets(raw_connector_config);
+        let task_configs: Vec<Props> = reverse_transform(raw_connector_config, task_configs)
+            .iter()
+            .map(redact_secrets)
+            .collect();
+        let task_configs = &with_task_class(connector_config, &task_configs);
         let tasks =
             i32::try_from(task_configs.len()).map_err(|_| ConfigStoreError::TooManyTasks {
                 topic: self.topic().to_string(),

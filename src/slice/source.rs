@@ -212,7 +212,7 @@ impl SourceSlice<'_> {
         let written = config_store
             .put_connector_and_tasks(
                 CONNECTOR,
-                &cfg.common.props,
+                &self.configs.source_raw,
                 &outcome.task_configs,
                 &config_hash_key(&flow, CONNECTOR),
             )
