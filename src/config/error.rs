@@ -78,7 +78,13 @@ fn origin_suffix(origin: &Option<Origin>) -> String {
 }
 
 impl ConfigError {
+    /// A bad value, quoted in the message unless `key` holds a secret.
     pub fn invalid(key: &str, value: &str, reason: impl Into<String>) -> Self {
+        let value = if super::redact::is_secret_key(key) {
+            super::redact::HIDDEN
+        } else {
+            value
+        };
         ConfigError::InvalidValue {
             key: key.to_string(),
             value: value.to_string(),

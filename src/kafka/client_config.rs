@@ -234,6 +234,17 @@ fn unpack_jaas(key: &str, value: &str, out: &mut Translated) -> Result<(), Unsup
     Ok(())
 }
 
+/// An option name as an error may quote it: only when it looks like one, since a malformed
+/// option can swallow the text after it, password included.
+fn shown(name: &str) -> &str {
+    let plain = name.len() <= 32 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if plain {
+        name
+    } else {
+        "(name not shown)"
+    }
+}
+
 /// Options after the control flag: `name="quoted value"` or `name=bare`, ended by `;`.
 fn parse_jaas_options(rest: &str) -> Result<Vec<(String, String)>, String> {
     let mut chars = rest.trim().chars().peekable();
@@ -246,7 +257,12 @@ fn parse_jaas_options(rest: &str) -> Result<Vec<(String, String)>, String> {
         flag.as_str(),
         "required" | "requisite" | "sufficient" | "optional"
     ) {
-        return Err(format!("expected a JAAS control flag, found {flag:?}"));
+        // What was found is not quoted: without a flag it is an option, maybe the password.
+        return Err(
+            "expected a JAAS control flag (required, requisite, sufficient or optional) \
+             after the login module"
+                .into(),
+        );
     }
     let mut options = Vec::new();
     loop {
@@ -271,7 +287,7 @@ fn parse_jaas_options(rest: &str) -> Result<Vec<(String, String)>, String> {
                     Some('\\') => v.extend(chars.next()),
                     Some('"') => break,
                     Some(c) => v.push(c),
-                    None => return Err(format!("unterminated quote in option {name}")),
+                    None => return Err(format!("unterminated quote in option {}", shown(&name))),
                 }
             }
             v
@@ -381,6 +397,21 @@ mod tests {
         )]))
         .unwrap_err();
         assert!(err.reason.contains("password"));
+    }
+
+    #[test]
+    fn malformed_jaas_errors_do_not_quote_the_password() {
+        let module = "org.apache.kafka.common.security.scram.ScramLoginModule";
+        for jaas in [
+            format!("{module} password=\"hunter2\";"),
+            format!("{module} required pass\"hunter2\"=\"oops;"),
+            format!("{module} required password=\"hunter2;"),
+        ] {
+            let err = translate(&props(&[("sasl.jaas.config", &jaas)])).unwrap_err();
+            assert!(!err.to_string().contains("hunter2"), "{err}");
+        }
+        let err = crate::config::ConfigError::invalid("ssl.key.password", "hunter2", "too short");
+        assert!(!err.to_string().contains("hunter2"), "{err}");
     }
 
     #[test]
