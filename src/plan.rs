@@ -17,6 +17,7 @@ use crate::config::providers::ConfigProviders;
 use crate::config::{ConfigError, ConnectorKind, MirrorMakerConfig, Props, SourceAndTarget};
 use crate::filter::should_replicate_source_topic;
 use crate::kafka::cluster::{list_topics, TopicPartitions};
+use crate::kafka::probe::require_answer;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -259,7 +260,10 @@ pub async fn build_plan(mm: &MirrorMakerConfig, opts: &PlanOptions) -> Result<Pl
         let timeout = opts.timeout;
         queries.spawn(async move {
             let role = format!("{alias}|plan-admin");
-            let result = list_topics(&alias, &role, &admin, timeout).await;
+            let result = match require_answer(&alias, &role, &admin, timeout).await {
+                Ok(_) => list_topics(&alias, &role, &admin, timeout).await,
+                Err(e) => Err(e),
+            };
             (alias, bootstrap, result)
         });
     }
@@ -287,7 +291,11 @@ pub async fn build_plan(mm: &MirrorMakerConfig, opts: &PlanOptions) -> Result<Pl
     }
     clusters.sort_by_key(|c| aliases.iter().position(|a| *a == c.alias));
 
-    let mut problems = Vec::new();
+    let mut problems: Vec<String> = clusters
+        .iter()
+        .filter(|c| c.reachable == Some(false))
+        .map(|c| c.error.clone().unwrap_or_default())
+        .collect();
     let mut flows = Vec::new();
     for (pair, cfg) in pairs.iter().zip(&configs) {
         let flow = flow_plan(pair, cfg, &topics_by_alias);

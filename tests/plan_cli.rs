@@ -146,7 +146,7 @@ fn invalid_configs_exit_non_zero_naming_key_or_line() {
 }
 
 #[test]
-fn unreachable_cluster_is_reported_not_fatal() {
+fn unreachable_cluster_is_reported_and_fails_the_plan() {
     // Port 1 on loopback: nothing listens there.
     let config = write_config(
         "clusters=A,B\nA.bootstrap.servers=127.0.0.1:1\nB.bootstrap.servers=127.0.0.1:1\nA->B.enabled=true\n",
@@ -159,8 +159,18 @@ fn unreachable_cluster_is_reported_not_fatal() {
         "--timeout",
         "2s",
     ]);
-    assert_eq!(code, 0, "stderr: {stderr}");
+    assert_eq!(code, 1, "stderr: {stderr}");
     let plan: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(plan["clusters"][0]["reachable"], false);
     assert!(plan["flows"][0]["topics"].is_null());
+    let problems = plan["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    for (alias, problem) in ["A", "B"].iter().zip(problems) {
+        let problem = problem.as_str().unwrap();
+        assert!(
+            problem.starts_with(&format!("cluster {alias} (127.0.0.1:1): connect:")),
+            "{problem}"
+        );
+        assert!(problem.contains("Connection refused"), "{problem}");
+    }
 }

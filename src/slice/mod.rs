@@ -24,6 +24,7 @@ mod assignment;
 mod source;
 mod task_commits;
 
+use crate::config::connector::{ClientKind, ClusterSide};
 use crate::config::guarantees;
 use crate::config::slice::SliceSettings;
 use crate::config::{ConfigError, ConnectorKind, MirrorMakerConfig, Props, SourceAndTarget};
@@ -31,6 +32,8 @@ use crate::connect::worker_group::{java_workers, JavaWorkers};
 use crate::connectors::checkpoint::runner::{self as checkpoint_runner, CheckpointEnv};
 use crate::connectors::heartbeat::{run_heartbeats, HeartbeatLeases};
 use crate::connectors::source::connector as source_connector;
+use crate::kafka::probe::{probe, Probe};
+use crate::kafka::ClientError;
 use crate::lease::{HeldLease, LeaseStore, LeaseTiming};
 use crate::plan::{pair_configs, PairConfigs};
 use crate::report::{CheckpointActivity, ConnectorActivity, HeartbeatActivity, SliceReport};
@@ -193,6 +196,7 @@ pub async fn run_slice(
     );
     // Asked now, so the answer arrives while the state is read (the read blocks this thread).
     let java_check = spawn_java_workers_check(&configs, deadline);
+    let probes = spawn_cluster_probes(&configs, deadline);
     let source_cfg = &configs.source;
     // Everything the slice will read from the state store, in one request; every state call of
     // the slice gives up at its deadline.
@@ -211,6 +215,7 @@ pub async fn run_slice(
         "state prefetched"
     );
 
+    refuse_rejected_clusters(pair, probes).await?;
     refuse_beside_java_workers(pair, java_check).await?;
     tracing::debug!(
         elapsed_ms = started.elapsed().as_millis() as u64,
@@ -306,6 +311,54 @@ fn spawn_java_workers_check(
         .saturating_duration_since(Instant::now())
         .min(CHECK_TIMEOUT);
     tokio::spawn(async move { java_workers(&worker, &admin, limit).await })
+}
+
+/// Starts probing both clusters with the source connector's admin settings (see
+/// [`crate::kafka::probe`]), bounded by 10 s and the deadline.
+fn spawn_cluster_probes(
+    configs: &PairConfigs,
+    deadline: Instant,
+) -> tokio::task::JoinSet<(String, Result<Probe, ClientError>)> {
+    const PROBE_LIMIT: Duration = Duration::from_secs(10);
+    let limit = deadline
+        .saturating_duration_since(Instant::now())
+        .min(PROBE_LIMIT);
+    let common = &configs.source.common;
+    let mut probes = tokio::task::JoinSet::new();
+    for (alias, side) in [
+        (&common.source_alias, ClusterSide::Source),
+        (&common.target_alias, ClusterSide::Target),
+    ] {
+        let alias = alias.clone();
+        let admin = common.client_config(side, ClientKind::Admin, "probe", None);
+        probes.spawn(async move {
+            let found = probe(&alias, "probe", &admin, limit).await;
+            (alias, found)
+        });
+    }
+    probes
+}
+
+/// Stops the slice at once when a cluster refused our credentials or certificates. A cluster
+/// that did not answer is left to the calls that need it: they wait within the deadline.
+async fn refuse_rejected_clusters(
+    pair: &SourceAndTarget,
+    mut probes: tokio::task::JoinSet<(String, Result<Probe, ClientError>)>,
+) -> Result<(), SliceError> {
+    while let Some(joined) = probes.join_next().await {
+        let (alias, found) = joined.map_err(|e| setup(pair, e))?;
+        match found {
+            Ok(Probe::Answered { brokers }) => tracing::debug!(cluster = alias, brokers, "probed"),
+            Ok(Probe::Silent { last_error }) => {
+                tracing::warn!(cluster = alias, ?last_error, "cluster not answering yet")
+            }
+            Err(e) => {
+                probes.abort_all();
+                return Err(setup(pair, e));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Stops the slice before it writes anything while Java workers run the same flow. When the

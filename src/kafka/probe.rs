@@ -1,0 +1,188 @@
+//! Connect to a cluster before using it, and fail at once on what retrying cannot fix.
+//!
+//! librdkafka treats a rejected password, an untrusted certificate or a host name the
+//! certificate does not cover as one more connection failure: it reports the cause to the
+//! error callback and retries forever, so the API call that was waiting only ends at its own
+//! timeout, with `BrokerTransportFailure` or `Timed out` and no cause. A probe asks the
+//! cluster for its brokers (a metadata request without topics: one round trip, whatever the
+//! cluster's size) while watching the error callback, and ends as soon as either answers.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rdkafka::client::ClientContext;
+use rdkafka::config::RDKafkaLogLevel;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::{BaseProducer, DeliveryResult, Producer, ProducerContext};
+use rdkafka_sys as rdsys;
+
+use super::{build_error, client_config, ClientError, MirrorContext};
+use crate::config::Props;
+
+/// How long each metadata request waits before the error callback is looked at again.
+const STEP: Duration = Duration::from_millis(100);
+
+/// What a probe found, when nothing was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// The cluster answered with this many brokers.
+    Answered { brokers: usize },
+    /// Nothing answered within the limit; the last connection error, if one was reported.
+    Silent { last_error: Option<String> },
+}
+
+/// Keeps the first error retrying cannot fix, and the last of the others.
+#[derive(Default)]
+struct ProbeContext {
+    fatal: Mutex<Option<String>>,
+    last: Mutex<Option<String>>,
+}
+
+impl ClientContext for ProbeContext {
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
+        MirrorContext.log(level, fac, message);
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        if is_fatal(&error, reason) {
+            let mut fatal = self.fatal.lock().expect("probe context lock");
+            fatal.get_or_insert_with(|| reason.to_string());
+        } else {
+            // "1/1 brokers are down" follows each connection failure and hides its cause.
+            let generic = error.rdkafka_error_code() == Some(RDKafkaErrorCode::AllBrokersDown);
+            let mut last = self.last.lock().expect("probe context lock");
+            if !generic || last.is_none() {
+                *last = Some(reason.to_string());
+            }
+        }
+        MirrorContext.error(error, reason);
+    }
+}
+
+impl ProducerContext for ProbeContext {
+    type DeliveryOpaque = ();
+    fn delivery(&self, _: &DeliveryResult<'_>, _: ()) {}
+}
+
+/// Errors that a retry cannot fix: credentials, certificates, a client speaking the wrong
+/// protocol to the listener (librdkafka's hint: "incorrect security.protocol configuration").
+fn is_fatal(error: &KafkaError, reason: &str) -> bool {
+    use RDKafkaErrorCode as C;
+    matches!(
+        error.rdkafka_error_code(),
+        Some(
+            C::Authentication
+                | C::SSL
+                | C::SaslAuthenticationFailed
+                | C::UnsupportedSASLMechanism
+                | C::IllegalSASLState
+        )
+    ) || reason.contains("security.protocol")
+}
+
+/// Asks `cluster` for its brokers with the client settings `java` (Java names), for at most
+/// `limit`. An error retrying cannot fix ends the probe at once, as an error naming the
+/// cluster, its bootstrap servers and librdkafka's reason.
+pub async fn probe(
+    cluster: &str,
+    role: &str,
+    java: &Props,
+    limit: Duration,
+) -> Result<Probe, ClientError> {
+    let config = client_config(role, java)?;
+    let bootstrap = java.get("bootstrap.servers").cloned().unwrap_or_default();
+    let role = role.to_string();
+    let found =
+        tokio::task::spawn_blocking(move || -> Result<Result<Probe, String>, ClientError> {
+            let producer: BaseProducer<ProbeContext> = config
+                .create_with_context(ProbeContext::default())
+                .map_err(|e| build_error(&role, e))?;
+            Ok(watch(&producer, limit))
+        })
+        .await
+        .map_err(|e| ClientError::Request {
+            cluster: cluster.to_string(),
+            bootstrap: bootstrap.clone(),
+            what: "connect".into(),
+            message: e.to_string(),
+        })??;
+    found.map_err(|message| ClientError::Request {
+        cluster: cluster.to_string(),
+        bootstrap,
+        what: "connect".into(),
+        message,
+    })
+}
+
+/// As [`probe`], and silence within `limit` is an error too: the cluster is unreachable.
+pub async fn require_answer(
+    cluster: &str,
+    role: &str,
+    java: &Props,
+    limit: Duration,
+) -> Result<usize, ClientError> {
+    match probe(cluster, role, java, limit).await? {
+        Probe::Answered { brokers } => Ok(brokers),
+        Probe::Silent { last_error } => Err(ClientError::Request {
+            cluster: cluster.to_string(),
+            bootstrap: java.get("bootstrap.servers").cloned().unwrap_or_default(),
+            what: "connect".into(),
+            message: format!(
+                "no broker answered within {limit:?}: {}",
+                last_error
+                    .as_deref()
+                    .unwrap_or("no connection error was reported")
+            ),
+        }),
+    }
+}
+
+/// Polls the error callback and asks for brokers in [`STEP`]s until one of them answers.
+fn watch(producer: &BaseProducer<ProbeContext>, limit: Duration) -> Result<Probe, String> {
+    let started = Instant::now();
+    loop {
+        // Serves the error callback (errors are events on the main queue).
+        producer.poll(Duration::ZERO);
+        if let Some(fatal) = producer.context().fatal.lock().expect("lock").clone() {
+            return Err(fatal);
+        }
+        let left = limit.saturating_sub(started.elapsed());
+        if let Some(brokers) = brokers(producer, left.min(STEP)) {
+            return Ok(Probe::Answered { brokers });
+        }
+        if started.elapsed() >= limit {
+            producer.poll(Duration::ZERO);
+            if let Some(fatal) = producer.context().fatal.lock().expect("lock").clone() {
+                return Err(fatal);
+            }
+            let last_error = producer.context().last.lock().expect("lock").clone();
+            return Ok(Probe::Silent { last_error });
+        }
+    }
+}
+
+/// One metadata request for no topics (`all_topics` 0, no topic handle: brokers only), which
+/// the safe `fetch_metadata` cannot ask for. `None` when no broker answered in `timeout`.
+fn brokers(producer: &BaseProducer<ProbeContext>, timeout: Duration) -> Option<usize> {
+    let mut metadata: *const rdsys::rd_kafka_metadata = std::ptr::null();
+    let timeout_ms = i32::try_from(timeout.as_millis())
+        .unwrap_or(i32::MAX)
+        .max(1);
+    // SAFETY: the client pointer is live for the call; on success librdkafka hands us a
+    // metadata struct that we read once and free with its own destructor.
+    unsafe {
+        let err = rdsys::rd_kafka_metadata(
+            producer.client().native_ptr(),
+            0,
+            std::ptr::null_mut(),
+            &mut metadata,
+            timeout_ms,
+        );
+        if err != rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR || metadata.is_null() {
+            return None;
+        }
+        let count = (*metadata).broker_cnt.max(0) as usize;
+        rdsys::rd_kafka_metadata_destroy(metadata);
+        Some(count)
+    }
+}
