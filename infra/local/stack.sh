@@ -190,6 +190,78 @@ group.initial.rebalance.delay.ms=0
 EOF
 }
 
+# Cluster A of the Apache Kafka stack also serves the secured listeners our users' clusters
+# have, each on its own port above the controller's (A_PORT + 1):
+#   A_PORT+2 SASL_PLAINTEXT  PLAIN (user "plain-mirror"), SCRAM-SHA-256 and SCRAM-SHA-512
+#   A_PORT+3 SSL             server certificate only
+#   A_PORT+4 MTLS (SSL)      client certificate required
+#   A_PORT+5 SASL_SSL        the SASL mechanisms above, over TLS
+# SCRAM users are created by the tests through the admin API. Certificates are for host name
+# "localhost" only (the listeners advertise it), so a client connecting as 127.0.0.1 fails
+# hostname verification, as it should.
+TLS_DIR="$RUN_DIR/tls"
+secured_port() {
+    case "$1" in
+        sasl_plaintext) echo $((A_PORT + 2)) ;;
+        ssl) echo $((A_PORT + 3)) ;;
+        mtls) echo $((A_PORT + 4)) ;;
+        sasl_ssl) echo $((A_PORT + 5)) ;;
+    esac
+}
+
+# A fresh CA per start, with a broker certificate (PEM key store for Kafka) and a client
+# certificate (PKCS12 for mTLS, and an encrypted PEM key for ssl.key.password), in $TLS_DIR.
+# Passwords are random per start, in files beside what they open.
+tls_material() {
+    rm -rf "${TLS_DIR:?}" && mkdir -p "$TLS_DIR" || return 1
+    (
+        set -e
+        cd "$TLS_DIR"
+        rand() { python3 -c 'import secrets;print(secrets.token_hex(12))'; }
+        rand >client.p12.password
+        rand >client.key.password
+        rand >plain.password
+        openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=mirrorslice test CA" \
+            -keyout ca.key -out ca.pem
+        echo "subjectAltName=DNS:localhost" >san.ext
+        for who in broker client; do
+            openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+                -keyout "$who.key" -out "$who.csr"
+            openssl x509 -req -in "$who.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -days 30 \
+                -extfile san.ext -out "$who.crt"
+        done
+        cat broker.key broker.crt >broker.pem
+        openssl pkcs12 -export -in client.crt -inkey client.key -certfile ca.pem -out client.p12 \
+            -passout "file:client.p12.password"
+        openssl pkcs8 -topk8 -in client.key -v2 aes-256-cbc -out client-key-encrypted.pem \
+            -passout "file:client.key.password"
+    ) >"$TLS_DIR/openssl.log" 2>&1 || { cat "$TLS_DIR/openssl.log" >&2; return 1; }
+}
+
+# The secured listeners' lines for kafka_properties (see above); later lines of a properties
+# file win, so these replace the plaintext node's listeners.
+kafka_secured_properties() {
+    local plain_pw l m
+    plain_pw="$(cat "$TLS_DIR/plain.password")"
+    cat <<EOF
+listeners=PLAINTEXT://$HOST:$1,CONTROLLER://$HOST:$(($1 + 1)),SASL_PLAINTEXT://$HOST:$(secured_port sasl_plaintext),SSL://$HOST:$(secured_port ssl),MTLS://$HOST:$(secured_port mtls),SASL_SSL://$HOST:$(secured_port sasl_ssl)
+advertised.listeners=PLAINTEXT://$HOST:$1,SASL_PLAINTEXT://localhost:$(secured_port sasl_plaintext),SSL://localhost:$(secured_port ssl),MTLS://localhost:$(secured_port mtls),SASL_SSL://localhost:$(secured_port sasl_ssl)
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_SSL:SASL_SSL
+ssl.keystore.type=PEM
+ssl.keystore.location=$TLS_DIR/broker.pem
+ssl.truststore.type=PEM
+ssl.truststore.location=$TLS_DIR/ca.pem
+listener.name.mtls.ssl.client.auth=required
+EOF
+    for l in sasl_plaintext sasl_ssl; do
+        echo "listener.name.$l.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+        echo "listener.name.$l.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_plain-mirror=\"$plain_pw\";"
+        for m in scram-sha-256 scram-sha-512; do
+            echo "listener.name.$l.$m.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        done
+    done
+}
+
 # Writes the properties file $3 for a node on port $2 with an empty, formatted log directory
 # $1 (whatever was there is deleted); the storage tool's output goes to stderr.
 kafka_prepare() {
@@ -198,6 +270,14 @@ kafka_prepare() {
     lib="$(kafka_lib)" || exit 1
     port_open $((port + 1)) && die "port $HOST:$((port + 1)) (the KRaft controller of $HOST:$port) is in use"
     kafka_properties "$dir" "$port" >"$props" || die "cannot write $props"
+    if [[ "${4:-}" == secured ]]; then
+        local l
+        for l in sasl_plaintext ssl mtls sasl_ssl; do
+            port_open "$(secured_port "$l")" && die "port $HOST:$(secured_port "$l") ($l listener of $HOST:$port) is in use"
+        done
+        tls_material || die "generating the test CA and certificates failed"
+        kafka_secured_properties "$port" >>"$props" || die "cannot write $props"
+    fi
     rm -rf "${dir:?}" && mkdir -p "$dir" || die "cannot empty $dir"
     # A cluster id is 16 bytes, base64url without padding; a fresh one per start. One in 64
     # starts with "-", so it is passed as --cluster-id=ID: given separately, the tool's argument
@@ -219,7 +299,9 @@ kafka_command() {
 
 start_kafka() {
     local name="$1" port="$2" props="$RUN_DIR/$1.properties"
-    if ! (kafka_prepare "$KAFKA_DATA_ROOT/$name" "$port" "$props") 2>>"$(log_file "$name")"; then
+    local secured=""
+    [[ "$name" == kafka-a ]] && secured=secured
+    if ! (kafka_prepare "$KAFKA_DATA_ROOT/$name" "$port" "$props" "$secured") 2>>"$(log_file "$name")"; then
         tail -n 20 "$(log_file "$name")" >&2
         die "$name: preparing the broker failed"
     fi
@@ -440,6 +522,15 @@ export AWS_REGION=us-east-1
 export AWS_ACCESS_KEY_ID=test
 export AWS_SECRET_ACCESS_KEY=test
 EOF
+    if [[ "$BROKER" == kafka ]]; then
+        cat <<EOF
+export MIRRORSLICE_STACK_A_SASL_PLAINTEXT=localhost:$(secured_port sasl_plaintext)
+export MIRRORSLICE_STACK_A_SSL=localhost:$(secured_port ssl)
+export MIRRORSLICE_STACK_A_MTLS=localhost:$(secured_port mtls)
+export MIRRORSLICE_STACK_A_SASL_SSL=localhost:$(secured_port sasl_ssl)
+export MIRRORSLICE_STACK_TLS_DIR=$TLS_DIR
+EOF
+    fi
 }
 
 case "${1:-}" in
