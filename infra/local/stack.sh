@@ -210,7 +210,8 @@ secured_port() {
 }
 
 # A fresh CA per start, with a broker certificate (PEM key store for Kafka) and a client
-# certificate (PKCS12 for mTLS, and an encrypted PEM key for ssl.key.password), in $TLS_DIR.
+# certificate (for mTLS: client.p12, PKCS12, and client-keystore.pem, a PEM key store whose key
+# is encrypted with ssl.key.password), in $TLS_DIR.
 # Passwords are random per start, in files beside what they open.
 tls_material() {
     rm -rf "${TLS_DIR:?}" && mkdir -p "$TLS_DIR" || return 1
@@ -235,6 +236,7 @@ tls_material() {
             -passout "file:client.p12.password"
         openssl pkcs8 -topk8 -in client.key -v2 aes-256-cbc -out client-key-encrypted.pem \
             -passout "file:client.key.password"
+        cat client-key-encrypted.pem client.crt >client-keystore.pem
     ) >"$TLS_DIR/openssl.log" 2>&1 || { cat "$TLS_DIR/openssl.log" >&2; return 1; }
 }
 

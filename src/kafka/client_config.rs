@@ -152,8 +152,13 @@ pub fn translate(java: &Props) -> Result<Translated, UnsupportedSetting> {
                     out.settings.insert(key.clone(), value.clone());
                 }
                 Some("PEM") => {
+                    // Java's PEM key store is one file: the private key and its certificate
+                    // chain. librdkafka reads each from its own setting; both skip the other's
+                    // blocks, so both name the same file.
                     out.settings
                         .insert("ssl.key.location".into(), value.clone());
+                    out.settings
+                        .insert("ssl.certificate.location".into(), value.clone());
                 }
                 other => {
                     return Err(unsupported(
@@ -429,6 +434,16 @@ mod tests {
         assert_eq!(t.settings["ssl.keystore.location"], "/client.p12");
         assert_eq!(t.settings["ssl.keystore.password"], "pw");
         assert_eq!(t.settings["ssl.endpoint.identification.algorithm"], "none");
+
+        let t = translate(&props(&[
+            ("ssl.keystore.type", "PEM"),
+            ("ssl.keystore.location", "/client.pem"),
+            ("ssl.key.password", "pw"),
+        ]))
+        .unwrap();
+        assert_eq!(t.settings["ssl.key.location"], "/client.pem");
+        assert_eq!(t.settings["ssl.certificate.location"], "/client.pem");
+        assert_eq!(t.settings["ssl.key.password"], "pw");
     }
 
     #[test]

@@ -21,6 +21,7 @@
 pub mod cli_flow;
 pub mod faults;
 pub mod java_mm2;
+pub mod secured;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
