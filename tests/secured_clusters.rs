@@ -45,7 +45,13 @@ fn sasl_for(sec: &Secured, alias: &str, protocol: &str, mechanism: &str) -> Stri
         let password = sec.password("plain.password");
         sasl(alias, protocol, mechanism, "plain-mirror", &password)
     } else {
-        sasl(alias, protocol, mechanism, &sec.scram_user, &sec.scram_password)
+        sasl(
+            alias,
+            protocol,
+            mechanism,
+            &sec.scram_user,
+            &sec.scram_password,
+        )
     }
 }
 
@@ -163,7 +169,15 @@ fn a_wrong_password_fails_at_once_naming_the_cluster() {
     let Some(sec) = secured() else { return };
     assert_refused_at_once(
         &sec.sasl_plaintext,
-        |a| sasl(a, "SASL_PLAINTEXT", "SCRAM-SHA-512", &sec.scram_user, "wrong"),
+        |a| {
+            sasl(
+                a,
+                "SASL_PLAINTEXT",
+                "SCRAM-SHA-512",
+                &sec.scram_user,
+                "wrong",
+            )
+        },
         "Authentication failed",
     );
 }
@@ -175,7 +189,9 @@ fn an_untrusted_certificate_fails_at_once_naming_the_cluster() {
     let dir = tempfile::tempdir().unwrap();
     let other_ca = dir.path().join("other-ca.pem");
     let out = std::process::Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"])
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
         .args(["-subj", "/CN=not the test CA", "-keyout"])
         .arg(dir.path().join("other-ca.key"))
         .arg("-out")

@@ -7,6 +7,7 @@
 //! cluster for its brokers (a metadata request without topics: one round trip, whatever the
 //! cluster's size) while watching the error callback, and ends as soon as either answers.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -36,27 +37,61 @@ pub enum Probe {
 struct ProbeContext {
     fatal: Mutex<Option<String>>,
     last: Mutex<Option<String>>,
+    /// Connections the listener closed at our first request (see [`closed_at_first_request`]).
+    closed_at_first_request: AtomicU32,
+}
+
+/// A listener that closes every connection at the client's first request (`ApiVersion`) is
+/// not speaking our protocol: usually a TLS listener reached with `security.protocol`
+/// PLAINTEXT. librdkafka logs that as a routine disconnect and retries forever; twice in a
+/// row is taken as the answer.
+const CLOSED_AT_FIRST_REQUEST_LIMIT: u32 = 2;
+
+impl ProbeContext {
+    fn set_fatal(&self, reason: String) {
+        self.fatal
+            .lock()
+            .expect("probe context lock")
+            .get_or_insert(reason);
+    }
+
+    fn set_last(&self, reason: &str) {
+        *self.last.lock().expect("probe context lock") = Some(reason.to_string());
+    }
 }
 
 impl ClientContext for ProbeContext {
     fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
+        // Connection failures are logged (facility FAIL) with their cause, which the error
+        // callback does not always get.
+        if fac == "FAIL" {
+            self.set_last(message);
+            if closed_at_first_request(message) {
+                let seen = self.closed_at_first_request.fetch_add(1, Ordering::Relaxed) + 1;
+                if seen >= CLOSED_AT_FIRST_REQUEST_LIMIT {
+                    self.set_fatal(format!(
+                        "{message}: the listener closes the connection at the first request; \
+                         is security.protocol right for it (SSL or SASL_SSL for a TLS listener)?"
+                    ));
+                }
+            }
+        }
         MirrorContext.log(level, fac, message);
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
         if is_fatal(&error, reason) {
-            let mut fatal = self.fatal.lock().expect("probe context lock");
-            fatal.get_or_insert_with(|| reason.to_string());
-        } else {
+            self.set_fatal(reason.to_string());
+        } else if error.rdkafka_error_code() != Some(RDKafkaErrorCode::AllBrokersDown) {
             // "1/1 brokers are down" follows each connection failure and hides its cause.
-            let generic = error.rdkafka_error_code() == Some(RDKafkaErrorCode::AllBrokersDown);
-            let mut last = self.last.lock().expect("probe context lock");
-            if !generic || last.is_none() {
-                *last = Some(reason.to_string());
-            }
+            self.set_last(reason);
         }
         MirrorContext.error(error, reason);
     }
+}
+
+fn closed_at_first_request(message: &str) -> bool {
+    message.contains("Disconnected") && message.contains("in state APIVERSION_QUERY")
 }
 
 impl ProducerContext for ProbeContext {
@@ -64,8 +99,10 @@ impl ProducerContext for ProbeContext {
     fn delivery(&self, _: &DeliveryResult<'_>, _: ()) {}
 }
 
-/// Errors that a retry cannot fix: credentials, certificates, a client speaking the wrong
-/// protocol to the listener (librdkafka's hint: "incorrect security.protocol configuration").
+/// Errors that a retry cannot fix: credentials, certificates (ours rejected by the broker
+/// arrives as a transport failure carrying the TLS alert, e.g. "SSL alert number 42" for a
+/// missing client certificate), a client speaking the wrong protocol to the listener
+/// (librdkafka's hint: "incorrect security.protocol configuration").
 fn is_fatal(error: &KafkaError, reason: &str) -> bool {
     use RDKafkaErrorCode as C;
     matches!(
@@ -77,7 +114,9 @@ fn is_fatal(error: &KafkaError, reason: &str) -> bool {
                 | C::UnsupportedSASLMechanism
                 | C::IllegalSASLState
         )
-    ) || reason.contains("security.protocol")
+    ) || ["security.protocol", "SSL alert number"]
+        .iter()
+        .any(|hint| reason.contains(hint))
 }
 
 /// Asks `cluster` for its brokers with the client settings `java` (Java names), for at most
@@ -89,7 +128,11 @@ pub async fn probe(
     java: &Props,
     limit: Duration,
 ) -> Result<Probe, ClientError> {
-    let config = client_config(role, java)?;
+    let mut config = client_config(role, java)?;
+    // Connection failures are logged at INFO; the probe needs them whatever our log level.
+    if (config.log_level as i32) < (RDKafkaLogLevel::Info as i32) {
+        config.set_log_level(RDKafkaLogLevel::Info);
+    }
     let bootstrap = java.get("bootstrap.servers").cloned().unwrap_or_default();
     let role = role.to_string();
     let found =
@@ -184,5 +227,36 @@ fn brokers(producer: &BaseProducer<ProbeContext>, timeout: Duration) -> Option<u
         let count = (*metadata).broker_cnt.max(0) as usize;
         rdsys::rd_kafka_metadata_destroy(metadata);
         Some(count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fatal_errors_are_credentials_certificates_and_protocol_mismatches() {
+        let global = |code| KafkaError::Global(code);
+        let transport = global(RDKafkaErrorCode::BrokerTransportFailure);
+        assert!(is_fatal(&global(RDKafkaErrorCode::Authentication), ""));
+        assert!(is_fatal(&global(RDKafkaErrorCode::SSL), ""));
+        assert!(is_fatal(
+            &transport,
+            "Receive failed: error:0A000412:SSL routines::sslv3 alert bad certificate: \
+             SSL alert number 42"
+        ));
+        assert!(is_fatal(
+            &transport,
+            "Disconnected while requesting ApiVersion: might be caused by incorrect \
+             security.protocol configuration (connecting to a SSL listener?)"
+        ));
+        assert!(!is_fatal(
+            &transport,
+            "Connect to ipv4#127.0.0.1:1 failed: Connection refused"
+        ));
+        assert!(!is_fatal(
+            &global(RDKafkaErrorCode::AllBrokersDown),
+            "1/1 brokers are down"
+        ));
     }
 }
