@@ -119,7 +119,13 @@ fn main() -> ExitCode {
 }
 
 async fn plan(args: PlanArgs) -> ExitCode {
-    let mm = match MirrorMakerConfig::load(&args.select.config) {
+    // Offline (and for the SAM events) nothing is asked of AWS: secrets stay placeholders.
+    let loaded = if args.offline || args.sam_events {
+        MirrorMakerConfig::load(&args.select.config)
+    } else {
+        MirrorMakerConfig::load_fetching_secrets(&args.select.config).await
+    };
+    let mm = match loaded {
         Ok(mm) => mm,
         Err(e) => return config_error(&args.select.config, e),
     };
@@ -159,7 +165,7 @@ async fn plan(args: PlanArgs) -> ExitCode {
 
 async fn run(args: RunArgs) -> ExitCode {
     let path = args.select.config.clone();
-    let mm = match MirrorMakerConfig::load(&path) {
+    let mm = match MirrorMakerConfig::load_fetching_secrets(&path).await {
         Ok(mm) => Arc::new(mm),
         Err(e) => return config_error(&path, e),
     };
@@ -320,7 +326,7 @@ struct FailoverArgs {
 
 async fn translate_offsets(args: GroupFlowArgs) -> ExitCode {
     use mirrorslice::failover::{read_translation, render_translation};
-    let mm = match MirrorMakerConfig::load(&args.config) {
+    let mm = match MirrorMakerConfig::load_fetching_secrets(&args.config).await {
         Ok(mm) => mm,
         Err(e) => return config_error(&args.config, e),
     };
@@ -342,7 +348,7 @@ async fn translate_offsets(args: GroupFlowArgs) -> ExitCode {
 async fn failover(args: FailoverArgs) -> ExitCode {
     use mirrorslice::failover::{failover, render_plan, FailoverOptions};
     let g = &args.group;
-    let mm = match MirrorMakerConfig::load(&g.config) {
+    let mm = match MirrorMakerConfig::load_fetching_secrets(&g.config).await {
         Ok(mm) => mm,
         Err(e) => return config_error(&g.config, e),
     };

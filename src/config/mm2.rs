@@ -350,6 +350,14 @@ impl MirrorMakerConfig {
         MirrorMakerConfig::new(Properties::load(path)?)
     }
 
+    /// [`load`](Self::load), then fetch every secret a Secrets Manager placeholder names
+    /// (see [`super::secrets_manager`]): what every command runs before resolving anything.
+    pub async fn load_fetching_secrets(path: &Path) -> Result<Self, ConfigError> {
+        let mm = Self::load(path)?;
+        mm.providers.fetch_secrets(mm.raw.map()).await?;
+        Ok(mm)
+    }
+
     pub fn raw(&self) -> &Properties {
         &self.raw
     }

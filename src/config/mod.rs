@@ -16,6 +16,7 @@ pub mod mm2;
 pub mod properties;
 pub mod providers;
 pub mod redact;
+pub mod secrets_manager;
 pub mod slice;
 pub mod values;
 

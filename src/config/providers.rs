@@ -18,9 +18,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use fancy_regex::Regex;
 
+use super::secrets_manager::{self, SecretRef};
 use super::values::parse_list;
 use super::{ConfigError, Properties, Props};
 
@@ -49,9 +51,20 @@ fn placeholder_pattern() -> &'static Regex {
 
 #[derive(Debug)]
 enum Provider {
-    Env { allowlist: Option<Regex> },
-    File { allowed: Option<Vec<PathBuf>> },
-    Directory { allowed: Option<Vec<PathBuf>> },
+    Env {
+        allowlist: Option<Regex>,
+    },
+    File {
+        allowed: Option<Vec<PathBuf>>,
+    },
+    Directory {
+        allowed: Option<Vec<PathBuf>>,
+    },
+    /// Values from AWS Secrets Manager, fetched beforehand by
+    /// [`ConfigProviders::fetch_secrets`].
+    SecretsManager {
+        ttl: Duration,
+    },
 }
 
 /// Whether `value` holds a `${provider:[path:]key}` placeholder (Java's
@@ -88,6 +101,17 @@ impl ConfigProviders {
             };
             let param_prefix = format!("{prefix}.param.");
             let param = |p: &str| raw.get(&format!("{param_prefix}{p}"));
+            if secrets_manager::is_provider_class(class) {
+                let ttl = match param(secrets_manager::CACHE_TTL_PARAM) {
+                    Some(ms) => Duration::from_millis(ms.trim().parse().map_err(|_| {
+                        let key = format!("{param_prefix}{}", secrets_manager::CACHE_TTL_PARAM);
+                        ConfigError::invalid(&key, ms, "not a number of milliseconds")
+                    })?),
+                    None => secrets_manager::DEFAULT_CACHE_TTL,
+                };
+                providers.insert(name, Provider::SecretsManager { ttl });
+                continue;
+            }
             let provider = match simple_class_name(class) {
                 Some("EnvVarConfigProvider") => Provider::Env {
                     allowlist: match param(ENV_ALLOWLIST_PATTERN) {
@@ -116,7 +140,8 @@ impl ConfigProviders {
                         class,
                         format!(
                         "unsupported config provider class; supported: {ENV_VAR_CONFIG_PROVIDER}, \
-                             {FILE_CONFIG_PROVIDER}, {DIRECTORY_CONFIG_PROVIDER}"
+                             {FILE_CONFIG_PROVIDER}, {DIRECTORY_CONFIG_PROVIDER}, {}",
+                        secrets_manager::SECRETS_MANAGER_CONFIG_PROVIDER
                     ),
                     ))
                 }
@@ -143,6 +168,38 @@ impl ConfigProviders {
             .iter()
             .map(|(k, v)| Ok((k.clone(), self.resolve_cached(k, v, &mut cache)?)))
             .collect()
+    }
+
+    /// Fetches every Secrets Manager secret a placeholder in `props` names (see
+    /// [`secrets_manager`]), so that resolving them needs no network. An error names the
+    /// property, the placeholder and why, never a value.
+    pub async fn fetch_secrets(&self, props: &Props) -> Result<(), ConfigError> {
+        for (name, provider) in &self.providers {
+            let Provider::SecretsManager { ttl } = provider else {
+                continue;
+            };
+            // Each secret with the first property and placeholder naming it, for errors.
+            let mut refs: BTreeMap<SecretRef, (String, String)> = BTreeMap::new();
+            for (key, value) in props {
+                for (whole, path, wanted) in placeholders(value).into_iter().flatten() {
+                    if whole.starts_with(&format!("${{{name}:")) {
+                        let r = SecretRef::parse(path, wanted);
+                        refs.entry(r)
+                            .or_insert_with(|| (key.clone(), whole.to_string()));
+                    }
+                }
+            }
+            let wanted = refs.keys().cloned().collect();
+            if let Err((r, reason)) = secrets_manager::fetch(&wanted, *ttl).await {
+                let (key, placeholder) = refs.remove(&r).unwrap_or_default();
+                return Err(ConfigError::Provider {
+                    key,
+                    placeholder,
+                    reason: format!("secret {}: {reason}", r.id),
+                });
+            }
+        }
+        Ok(())
     }
 
     fn resolve_cached(
@@ -234,6 +291,9 @@ impl Provider {
                 }
                 Ok(cache[&file].get(key).map(str::to_string))
             }
+            Provider::SecretsManager { .. } => {
+                secrets_manager::lookup(&SecretRef::parse(path, key))
+            }
             Provider::Directory { allowed } => {
                 if path.is_empty() {
                     return Ok(None);
@@ -262,6 +322,22 @@ impl Provider {
             }
         }
     }
+}
+
+/// Each placeholder of `value` as (whole placeholder, path, key); `None` for a value the
+/// pattern cannot be run on.
+fn placeholders(value: &str) -> Option<Vec<(&str, &str, &str)>> {
+    if !value.contains("${") {
+        return Some(Vec::new());
+    }
+    placeholder_pattern()
+        .captures_iter(value)
+        .map(|found| {
+            let caps = found.ok()?;
+            let group = |i| caps.get(i).map_or("", |m| m.as_str());
+            Some((group(0), group(3), group(4)))
+        })
+        .collect()
 }
 
 /// Accept the fully qualified class name, or the simple name Connect also resolves.

@@ -225,7 +225,8 @@ impl Function {
         let budget = slice_budget(context.deadline(), SystemTime::now(), deadline_margin()?);
         let deadline = received + budget;
 
-        let mm = MirrorMakerConfig::load(&self.config_path)
+        let mm = MirrorMakerConfig::load_fetching_secrets(&self.config_path)
+            .await
             .map_err(|e| FunctionError::config(&self.config_path, e))?;
         select_pairs(&mm, &[], Some(&flow))
             .map_err(|e| FunctionError::config(&self.config_path, e))?;
