@@ -17,6 +17,7 @@
 //! * [`backend`] — chooses local or DynamoDB leases; [`metrics`] — CloudWatch EMF lines.
 //! * [`failover`] — `translate-offsets` and `failover`.
 
+pub mod aws;
 pub mod backend;
 pub mod config;
 pub mod connect;

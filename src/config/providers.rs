@@ -198,6 +198,16 @@ impl ConfigProviders {
                     reason: format!("secret {}: {reason}", r.id),
                 });
             }
+            // A missing JSON key is found now, named by the property of the file that asked.
+            for (r, (key, placeholder)) in refs {
+                if let Err(reason) = secrets_manager::lookup(&r) {
+                    return Err(ConfigError::Provider {
+                        key,
+                        placeholder,
+                        reason,
+                    });
+                }
+            }
         }
         Ok(())
     }

@@ -18,8 +18,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::aws::describe_sdk_error;
 use aws_config::{BehaviorVersion, Region};
-use aws_sdk_secretsmanager::error::DisplayErrorContext;
 
 /// Our class name for the provider.
 pub const SECRETS_MANAGER_CONFIG_PROVIDER: &str =
@@ -162,7 +162,7 @@ async fn fetch_one(sdk: &aws_config::SdkConfig, r: &SecretRef) -> Result<String,
         .secret_id(&r.id)
         .send()
         .await
-        .map_err(|e| format!("GetSecretValue: {}", DisplayErrorContext(e)))?;
+        .map_err(|e| format!("GetSecretValue: {}", describe_sdk_error(&e)))?;
     out.secret_string.ok_or_else(|| {
         "the secret holds binary data (SecretBinary); only secret strings are supported".into()
     })

@@ -46,12 +46,12 @@
 //! instead of panicking or dead-locking.
 
 use super::{LeaseError, LeaseInfo, LeaseStore};
+use crate::aws::describe_sdk_error;
 use crate::state::{StateError, StateStore};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, KeysAndAttributes,
     ReturnValue, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TableStatus,
@@ -141,19 +141,6 @@ fn timeout_config() -> TimeoutConfig {
         .operation_attempt_timeout(ATTEMPT_TIMEOUT)
         .operation_timeout(OPERATION_TIMEOUT)
         .build()
-}
-
-/// `"<code>: <message>"` of a service error, or the whole error chain of a transport failure
-/// (no code then), so every error names what DynamoDB said.
-fn describe_sdk_error<E, R>(err: &SdkError<E, R>) -> String
-where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
-    R: std::fmt::Debug,
-{
-    match err.code() {
-        Some(code) => format!("{code}: {}", err.message().unwrap_or("(no message)")),
-        None => format!("{}", DisplayErrorContext(err)),
-    }
 }
 
 impl DynamoLeaseStore {

@@ -59,6 +59,7 @@ impl Flow {
                 max_duration,
                 "--json",
             ])
+            .envs(super::stack().env())
             .env("MIRRORSLICE_STATE_DIR", self.state.path())
             .env("MIRRORSLICE_LOG", "warn");
         cmd

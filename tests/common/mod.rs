@@ -21,6 +21,7 @@
 pub mod cli_flow;
 pub mod faults;
 pub mod java_mm2;
+pub mod secrets;
 pub mod secured;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -83,6 +84,8 @@ impl Stack {
             ("MIRRORSLICE_STACK_A", self.a.clone()),
             ("MIRRORSLICE_STACK_B", self.b.clone()),
             ("AWS_ENDPOINT_URL_DYNAMODB", self.dynamodb.clone()),
+            // moto serves every AWS API it mocks on one endpoint.
+            ("AWS_ENDPOINT_URL_SECRETS_MANAGER", self.dynamodb.clone()),
             ("AWS_REGION", "us-east-1".to_string()),
             ("AWS_ACCESS_KEY_ID", "test".to_string()),
             ("AWS_SECRET_ACCESS_KEY", "test".to_string()),
