@@ -229,3 +229,26 @@ fn mtls_without_a_client_certificate_or_plaintext_to_tls_fails_at_once() {
     );
     assert_refused_at_once(&sec.ssl, |_| String::new(), "security.protocol");
 }
+
+// MSK's SCRAM setup: the credentials in a Secrets Manager secret named `AmazonMSK_…` holding
+// `{"username":…,"password":…}`, referenced from `sasl.jaas.config`, over TLS.
+#[tokio::test]
+async fn scram_credentials_from_secrets_manager_replicate() {
+    let Some(sec) = secured() else { return };
+    let secret = common::unique("AmazonMSK_mirror");
+    let value = serde_json::json!({"username": sec.scram_user, "password": sec.scram_password});
+    common::secrets::put_secret(&secret, &value.to_string()).await;
+    assert_replicates("sm-scram", &sec.sasl_ssl, |a| {
+        format!(
+            "config.providers = secrets\n\
+             config.providers.secrets.class = mirrorslice.config.provider.SecretsManagerConfigProvider\n"
+        ) + &sasl(
+            a,
+            "SASL_SSL",
+            "SCRAM-SHA-512",
+            &format!("${{secrets:{secret}:username}}"),
+            &format!("${{secrets:{secret}:password}}"),
+        ) + &trust(a, &sec.file("ca.pem"))
+    })
+    .await;
+}
