@@ -21,7 +21,11 @@ fn secrets_are_readable_only_as_listed_and_decrypted_only_through_secrets_manage
     let get = block_after(&t, "Action: secretsmanager:GetSecretValue", 2);
     assert_eq!(get[1].trim(), "Resource: !Ref SecretArns", "{get:?}");
     let decrypt = block_after(&t, "Action: kms:Decrypt", 5);
-    assert_eq!(decrypt[1].trim(), "Resource: !Ref SecretsKmsKeyArn", "{decrypt:?}");
+    assert_eq!(
+        decrypt[1].trim(),
+        "Resource: !Ref SecretsKmsKeyArn",
+        "{decrypt:?}"
+    );
     assert!(
         decrypt[4].contains("kms:ViaService") && decrypt[4].contains("secretsmanager."),
         "{decrypt:?}"

@@ -70,7 +70,7 @@ pub fn secured() -> Option<&'static Secured> {
 }
 
 /// `tests/java/ScramUsers.java`: SCRAM-SHA-256 and -512 credentials for `user`.
-fn create_scram_user(bootstrap: &str, user: &str, password: &str) {
+pub fn create_scram_user(bootstrap: &str, user: &str, password: &str) {
     let program = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/ScramUsers.java");
     let out = Command::new(super::stack_script())
         .arg("java-exec")
