@@ -239,10 +239,10 @@ async fn scram_credentials_from_secrets_manager_replicate() {
     let value = serde_json::json!({"username": sec.scram_user, "password": sec.scram_password});
     common::secrets::put_secret(&secret, &value.to_string()).await;
     assert_replicates("sm-scram", &sec.sasl_ssl, |a| {
-        format!(
-            "config.providers = secrets\n\
-             config.providers.secrets.class = mirrorslice.config.provider.SecretsManagerConfigProvider\n"
-        ) + &sasl(
+        "config.providers = secrets\n\
+         config.providers.secrets.class = mirrorslice.config.provider.SecretsManagerConfigProvider\n"
+            .to_string()
+            + &sasl(
             a,
             "SASL_SSL",
             "SCRAM-SHA-512",

@@ -214,6 +214,7 @@ secured_port() {
 # is encrypted with ssl.key.password), in $TLS_DIR.
 # Passwords are random per start, in files beside what they open.
 tls_material() {
+    command -v openssl >/dev/null || { log "openssl not found: it makes the test CA (apt-get install openssl)"; return 1; }
     rm -rf "${TLS_DIR:?}" && mkdir -p "$TLS_DIR" || return 1
     (
         set -e

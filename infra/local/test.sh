@@ -10,9 +10,10 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 
-# librdkafka is built with TLS against the system OpenSSL: make sure its headers are there.
-if ! dpkg -s libssl-dev pkg-config >/dev/null 2>&1; then
-    apt-get update -qq && apt-get install -y -qq libssl-dev pkg-config
+# librdkafka is built with TLS against the system OpenSSL: make sure its headers are there. The
+# openssl tool makes the Apache Kafka stack's test CA and certificates.
+if ! dpkg -s libssl-dev pkg-config openssl >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq libssl-dev pkg-config openssl
 fi
 # Apache Kafka brokers run on Java 17+ and are fetched from Maven Central with Maven.
 if ! command -v java >/dev/null || ! command -v mvn >/dev/null; then
