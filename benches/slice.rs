@@ -29,7 +29,8 @@
 //! * `MIRRORSLICE_BENCH_REPS` (3) — repetitions of each start-up measurement (median printed);
 //! * `MIRRORSLICE_BENCH_TP_REPS` (3) — how many times the pipe and the one-task slice alternate
 //!   in the throughput measurement (ratios are medians);
-//! * `MIRRORSLICE_BENCH_ONLY` = `throughput` | `startup`;
+//! * `MIRRORSLICE_BENCH_ONLY` = `throughput` | `startup` | `secured` (Apache Kafka stack only:
+//!   see `benches/slice/secured.rs`);
 //! * `MIRRORSLICE_BENCH_BIN` — measure another `mirrorslice` build (e.g. before a change)
 //!   against the same baselines;
 //! * `MIRRORSLICE_BENCH_CONSUMER`, `MIRRORSLICE_BENCH_PRODUCER` (both `none`: skipped), e.g.
@@ -91,6 +92,9 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+#[path = "slice/secured.rs"]
+mod secured;
 
 const CONNECTOR: &str = "MirrorSourceConnector";
 const MIRRORSLICE: &str = env!("CARGO_BIN_EXE_mirrorslice");
@@ -1738,6 +1742,9 @@ async fn bench_main() -> BenchResult<()> {
     }
     if only.is_none() || only == Some("startup") {
         startup(&s).await?;
+    }
+    if only.is_none() || only == Some("secured") {
+        secured::secured(&s).await?;
     }
     Ok(())
 }
