@@ -47,11 +47,13 @@ fn listeners(s: &Settings) -> BenchResult<Option<Vec<Listener>>> {
         .output()
         .map_err(|e| e.to_string())?;
     if !created.status.success() {
-        return Err(format!("ScramUsers: {}", tail(&String::from_utf8_lossy(&created.stderr), 5)));
+        return Err(format!(
+            "ScramUsers: {}",
+            tail(&String::from_utf8_lossy(&created.stderr), 5)
+        ));
     }
-    let trust = format!(
-        "{{a}}.ssl.truststore.type = PEM\n{{a}}.ssl.truststore.location = {tls}/ca.pem\n"
-    );
+    let trust =
+        format!("{{a}}.ssl.truststore.type = PEM\n{{a}}.ssl.truststore.location = {tls}/ca.pem\n");
     Ok(Some(vec![
         Listener {
             label: "plaintext",
@@ -106,7 +108,10 @@ pub async fn secured(s: &Settings) -> BenchResult<()> {
             eprintln!("secured: {} #{} → {}", l.label, rep + 1, flow.name());
             let (f, report) = flow.run("600s", "warn")?;
             let cpu = f.cpu.map_or(f64::NAN, |c| c.as_secs_f64());
-            copies.entry(l.label).or_default().push((mb_per_s(&report, &f), cpu));
+            copies
+                .entry(l.label)
+                .or_default()
+                .push((mb_per_s(&report, &f), cpu));
             if rep + 1 == s.tp_reps {
                 idle_flows.push((l.label, flow));
             } else {
@@ -119,7 +124,9 @@ pub async fn secured(s: &Settings) -> BenchResult<()> {
     for _ in 0..s.reps {
         for (label, flow) in &idle_flows {
             let (f, _) = flow.run("60s", "warn")?;
-            idle.entry(label).or_default().push(f.wall.as_secs_f64() * 1000.0);
+            idle.entry(label)
+                .or_default()
+                .push(f.wall.as_secs_f64() * 1000.0);
         }
     }
     print_secured(s, &listeners, &copies, &idle);
@@ -143,7 +150,9 @@ fn print_secured(
         "\n## Secured listeners: {} records x {} B over {} partitions, medians of {} copies and {} idle slices\n",
         s.records, s.size, s.partitions, s.tp_reps, s.reps
     );
-    println!("| source listener | MB/s (wall) | vs plaintext | CPU s | idle slice ms | vs plaintext |");
+    println!(
+        "| source listener | MB/s (wall) | vs plaintext | CPU s | idle slice ms | vs plaintext |"
+    );
     println!("|---|---|---|---|---|---|");
     for l in listeners {
         println!(

@@ -26,3 +26,12 @@ pub use properties::Properties;
 
 /// A resolved key/value map. Ordered so output (plan, task configs) is deterministic.
 pub type Props = std::collections::BTreeMap<String, String>;
+
+/// `Props` from literal pairs, for tests.
+#[cfg(test)]
+pub(crate) fn props_of(pairs: &[(&str, &str)]) -> Props {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}

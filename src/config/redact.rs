@@ -84,13 +84,7 @@ pub fn reverse_transform(raw_connector: &Props, task_configs: &[Props]) -> Vec<P
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn props(pairs: &[(&str, &str)]) -> Props {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::config::props_of as props;
 
     #[test]
     fn secret_keys_under_any_prefix() {

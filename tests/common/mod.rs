@@ -152,17 +152,7 @@ pub fn stack() -> &'static Stack {
             };
         }
         run_stack_script("up");
-        let exports: BTreeMap<String, String> = run_stack_script("env")
-            .lines()
-            .filter_map(|line| line.strip_prefix("export ")?.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let var = |k: &str| {
-            exports
-                .get(k)
-                .cloned()
-                .unwrap_or_else(|| panic!("`stack.sh env` printed no {k}"))
-        };
+        let var = stack_exports();
         Stack {
             a: var("MIRRORSLICE_STACK_A"),
             b: var("MIRRORSLICE_STACK_B"),
@@ -170,6 +160,21 @@ pub fn stack() -> &'static Stack {
             broker,
         }
     })
+}
+
+/// The variables `stack.sh env` exports, as a lookup that panics naming a missing one.
+pub fn stack_exports() -> impl Fn(&str) -> String {
+    let exports: BTreeMap<String, String> = run_stack_script("env")
+        .lines()
+        .filter_map(|line| line.strip_prefix("export ")?.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |k: &str| {
+        exports
+            .get(k)
+            .cloned()
+            .unwrap_or_else(|| panic!("`stack.sh env` printed no {k}"))
+    }
 }
 
 /// The stack if its brokers are Apache Kafka; on tansu `None`, after saying why the calling

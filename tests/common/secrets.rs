@@ -2,17 +2,21 @@
 
 use aws_sdk_secretsmanager::config::{BehaviorVersion, Credentials, Region};
 
-/// Stores `value` as secret `name` (a new secret each time: names are unique per test);
-/// returns its ARN.
-pub async fn put_secret(name: &str, value: &str) -> String {
-    let stack = super::stack();
+/// A client of the stack's Secrets Manager (moto serves it beside DynamoDB).
+fn client() -> aws_sdk_secretsmanager::Client {
     let config = aws_sdk_secretsmanager::Config::builder()
         .behavior_version(BehaviorVersion::latest())
-        .endpoint_url(&stack.dynamodb)
+        .endpoint_url(&super::stack().dynamodb)
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new("test", "test", None, None, "static"))
         .build();
-    let out = aws_sdk_secretsmanager::Client::from_conf(config)
+    aws_sdk_secretsmanager::Client::from_conf(config)
+}
+
+/// Stores `value` as secret `name` (a new secret each time: names are unique per test);
+/// returns its ARN.
+pub async fn put_secret(name: &str, value: &str) -> String {
+    let out = client()
         .create_secret()
         .name(name)
         .secret_string(value)
@@ -20,4 +24,15 @@ pub async fn put_secret(name: &str, value: &str) -> String {
         .await
         .unwrap_or_else(|e| panic!("CreateSecret {name}: {e:?}"));
     out.arn.expect("CreateSecret returns the ARN")
+}
+
+/// Gives secret `name` a new value (a new version), as a rotation does.
+pub async fn update_secret(name: &str, value: &str) {
+    client()
+        .put_secret_value()
+        .secret_id(name)
+        .secret_string(value)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("PutSecretValue {name}: {e:?}"));
 }

@@ -1,7 +1,6 @@
 //! The secured listeners of the Apache Kafka stack's cluster A (`stack.sh`: SASL_PLAINTEXT,
 //! SSL, mTLS and SASL_SSL, a CA generated at each start) and the credentials they accept.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -39,21 +38,7 @@ pub fn secured() -> Option<&'static Secured> {
     let stack = super::kafka_only("tansu cannot serve TLS or SASL listeners")?;
     static SECURED: OnceLock<Secured> = OnceLock::new();
     Some(SECURED.get_or_init(|| {
-        let out = Command::new(super::stack_script())
-            .arg("env")
-            .output()
-            .expect("run stack.sh env");
-        let exports: BTreeMap<String, String> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|line| line.strip_prefix("export ")?.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let var = |k: &str| {
-            exports
-                .get(k)
-                .cloned()
-                .unwrap_or_else(|| panic!("`stack.sh env` printed no {k}"))
-        };
+        let var = super::stack_exports();
         let scram_user = super::unique("scram");
         let scram_password = super::unique("pw");
         create_scram_user(&stack.a, &scram_user, &scram_password);
