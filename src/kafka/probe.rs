@@ -151,10 +151,24 @@ pub async fn probe(
         })??;
     found.map_err(|message| ClientError::Request {
         cluster: cluster.to_string(),
-        bootstrap,
         what: "connect".into(),
-        message,
+        message: with_hint(message, &bootstrap),
+        bootstrap,
     })
+}
+
+/// librdkafka says the same for an untrusted certificate and for one that does not name the
+/// host connected to ("verify that ssl.ca.location is correctly configured"); say both.
+fn with_hint(message: String, bootstrap: &str) -> String {
+    if message.contains("certificate verify failed") {
+        format!(
+            "{message} — the broker's certificate is not signed by a CA in \
+             ssl.truststore.location, or does not name the host connected to ({bootstrap}; \
+             host names are checked unless ssl.endpoint.identification.algorithm is empty)"
+        )
+    } else {
+        message
+    }
 }
 
 /// As [`probe`], and silence within `limit` is an error too: the cluster is unreachable.

@@ -4,9 +4,9 @@
 //! debug logs on, reports, EMF lines, the posted response), nor in any record of the flow's
 //! internal topics, nor in the CLI's state directory.
 //!
-//! Apache Kafka stack only (its cluster A serves the secured listeners); the flow runs from A
-//! to A under two aliases, so both sides authenticate. It emits no heartbeats: they would land
-//! in A's `heartbeats` topic, which every other test's flow from A replicates (and counts).
+//! Apache Kafka stack only (its cluster A serves the secured listeners). The flow writes to
+//! B, as every test's does: topics it created on A (`heartbeats`) would be replicated and
+//! counted by every other test's flow from A.
 
 #[macro_use]
 mod lambda;
@@ -44,8 +44,9 @@ async fn no_secret_in_output_logs_or_internal_topics() {
         key_password.as_str(),
     ];
 
-    // 2. The flow: the source's admin and producer log in with the literal JAAS config, its
-    // consumer with the Secrets Manager one; the target authenticates by certificate.
+    // 2. The flow, from A through three listeners: its admin logs in with the literal JAAS
+    // config, its producer (offset syncs) with the Secrets Manager one, its consumer by
+    // certificate with the encrypted key. The target is B, plaintext.
     let scram = "org.apache.kafka.common.security.scram.ScramLoginModule required";
     let extra = format!(
         "config.providers = secrets\n\
@@ -53,22 +54,19 @@ async fn no_secret_in_output_logs_or_internal_topics() {
          {source}.security.protocol = SASL_SSL\n\
          {source}.sasl.mechanism = SCRAM-SHA-512\n\
          {source}.sasl.jaas.config = {scram} username=\"{user}\" password=\"{jaas_password}\";\n\
-         {source}.consumer.sasl.jaas.config = {scram} username=\"${{secrets:{secret}:username}}\" \
+         {source}.producer.sasl.jaas.config = {scram} username=\"${{secrets:{secret}:username}}\" \
              password=\"${{secrets:{secret}:password}}\";\n\
          {source}.ssl.truststore.type = PEM\n\
          {source}.ssl.truststore.location = {ca}\n\
-\
-         {target}.security.protocol = SSL\n\
-         {target}.ssl.truststore.type = PEM\n\
-         {target}.ssl.truststore.location = {ca}\n\
-         {target}.ssl.keystore.type = PEM\n\
-         {target}.ssl.keystore.location = {keystore}\n\
-         {target}.ssl.key.password = {key_password}\n\
-\
-         {target}.offset.flush.interval.ms = 200\n\
-         {source}->{target}.emit.heartbeats.enabled = false\n",
+         {source}.consumer.bootstrap.servers = {mtls}\n\
+         {source}.consumer.security.protocol = SSL\n\
+         {source}.consumer.ssl.keystore.type = PEM\n\
+         {source}.consumer.ssl.keystore.location = {keystore}\n\
+         {source}.consumer.ssl.key.password = {key_password}\n\
+         {target}.offset.flush.interval.ms = 200\n",
         user = sec.scram_user,
         ca = sec.file("ca.pem"),
+        mtls = sec.mtls,
         keystore = sec.file("client-keystore.pem"),
     );
     // librdkafka's own debug logs, for every client of both clusters (`rdkafka.` keys are
@@ -81,7 +79,7 @@ async fn no_secret_in_output_logs_or_internal_topics() {
             ));
         }
     }
-    let body = common::flow_properties_between(&source, &sec.sasl_ssl, &target, &sec.mtls, &extra);
+    let body = common::flow_properties_between(&source, &sec.sasl_ssl, &target, &stack.b, &extra);
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("mm2.properties");
     std::fs::write(&config, body).unwrap();
@@ -131,7 +129,7 @@ async fn no_secret_in_output_logs_or_internal_topics() {
         if args[0] == "run" {
             assert_eq!(code, Some(0), "the flow must really run:\n{stdout}");
             let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-            // The topic's 200 records, and whatever heartbeats other flows left on A.
+            // The topic's 200 records, and any heartbeats on A.
             let records = report["slices"][0]["records"].as_u64().unwrap_or_default();
             assert!(records >= 200, "{report:#}");
         }
@@ -167,13 +165,14 @@ async fn no_secret_in_output_logs_or_internal_topics() {
     for (what, text) in &printed {
         assert_no_plant(&plants, what, text);
     }
-    for (topic, partitions) in [
-        (format!("mm2-configs.{source}.internal"), 1),
-        (format!("mm2-offsets.{source}.internal"), 25),
-        (format!("mm2-status.{source}.internal"), 5),
-        (format!("mm2-offset-syncs.{target}.internal"), 1),
+    for (cluster, topic, partitions) in [
+        (&stack.b, format!("mm2-configs.{source}.internal"), 1),
+        (&stack.b, format!("mm2-offsets.{source}.internal"), 25),
+        (&stack.b, format!("mm2-status.{source}.internal"), 5),
+        (&stack.b, "heartbeats".to_string(), 1),
+        (&stack.a, format!("mm2-offset-syncs.{target}.internal"), 1),
     ] {
-        let records = common::consume_all(&stack.a, &topic, partitions).await;
+        let records = common::consume_all(cluster, &topic, partitions).await;
         let text: String = records
             .iter()
             .map(|r| {
