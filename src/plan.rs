@@ -260,10 +260,11 @@ pub async fn build_plan(mm: &MirrorMakerConfig, opts: &PlanOptions) -> Result<Pl
         let timeout = opts.timeout;
         queries.spawn(async move {
             let role = format!("{alias}|plan-admin");
-            let result = match require_answer(&alias, &role, &admin, timeout).await {
-                Ok(_) => list_topics(&alias, &role, &admin, timeout).await,
-                Err(e) => Err(e),
-            };
+            let result = async {
+                require_answer(&alias, &role, &admin, timeout).await?;
+                list_topics(&alias, &role, &admin, timeout).await
+            }
+            .await;
             (alias, bootstrap, result)
         });
     }

@@ -181,8 +181,8 @@ impl ConfigProviders {
             // Each secret with the first property and placeholder naming it, for errors.
             let mut refs: BTreeMap<SecretRef, (String, String)> = BTreeMap::new();
             for (key, value) in props {
-                for (whole, path, wanted) in placeholders(value).into_iter().flatten() {
-                    if whole.starts_with(&format!("${{{name}:")) {
+                for (whole, provider, path, wanted) in placeholders(value).into_iter().flatten() {
+                    if provider == name {
                         let r = SecretRef::parse(path, wanted);
                         refs.entry(r)
                             .or_insert_with(|| (key.clone(), whole.to_string()));
@@ -334,9 +334,9 @@ impl Provider {
     }
 }
 
-/// Each placeholder of `value` as (whole placeholder, path, key); `None` for a value the
-/// pattern cannot be run on.
-fn placeholders(value: &str) -> Option<Vec<(&str, &str, &str)>> {
+/// Each placeholder of `value` as (whole placeholder, provider, path, key); `None` for a value
+/// the pattern cannot be run on.
+fn placeholders(value: &str) -> Option<Vec<(&str, &str, &str, &str)>> {
     if !value.contains("${") {
         return Some(Vec::new());
     }
@@ -345,7 +345,7 @@ fn placeholders(value: &str) -> Option<Vec<(&str, &str, &str)>> {
         .map(|found| {
             let caps = found.ok()?;
             let group = |i| caps.get(i).map_or("", |m| m.as_str());
-            Some((group(0), group(3), group(4)))
+            Some((group(0), group(1), group(3), group(4)))
         })
         .collect()
 }

@@ -143,18 +143,17 @@ pub async fn probe(
             Ok(watch(&producer, limit))
         })
         .await
-        .map_err(|e| ClientError::Request {
-            cluster: cluster.to_string(),
-            bootstrap: bootstrap.clone(),
-            what: "connect".into(),
-            message: e.to_string(),
-        })??;
-    found.map_err(|message| ClientError::Request {
+        .map_err(|e| connect_error(cluster, java, e.to_string()))??;
+    found.map_err(|message| connect_error(cluster, java, with_hint(message, &bootstrap)))
+}
+
+fn connect_error(cluster: &str, java: &Props, message: String) -> ClientError {
+    ClientError::Request {
         cluster: cluster.to_string(),
+        bootstrap: java.get("bootstrap.servers").cloned().unwrap_or_default(),
         what: "connect".into(),
-        message: with_hint(message, &bootstrap),
-        bootstrap,
-    })
+        message,
+    }
 }
 
 /// librdkafka says the same for an untrusted certificate and for one that does not name the
@@ -180,17 +179,12 @@ pub async fn require_answer(
 ) -> Result<usize, ClientError> {
     match probe(cluster, role, java, limit).await? {
         Probe::Answered { brokers } => Ok(brokers),
-        Probe::Silent { last_error } => Err(ClientError::Request {
-            cluster: cluster.to_string(),
-            bootstrap: java.get("bootstrap.servers").cloned().unwrap_or_default(),
-            what: "connect".into(),
-            message: format!(
-                "no broker answered within {limit:?}: {}",
-                last_error
-                    .as_deref()
-                    .unwrap_or("no connection error was reported")
-            ),
-        }),
+        Probe::Silent { last_error } => {
+            let last_error = last_error.as_deref();
+            let cause = last_error.unwrap_or("no connection error was reported");
+            let message = format!("no broker answered within {limit:?}: {cause}");
+            Err(connect_error(cluster, java, message))
+        }
     }
 }
 
@@ -200,20 +194,17 @@ fn watch(producer: &BaseProducer<ProbeContext>, limit: Duration) -> Result<Probe
     loop {
         // Serves the error callback (errors are events on the main queue).
         producer.poll(Duration::ZERO);
-        if let Some(fatal) = producer.context().fatal.lock().expect("lock").clone() {
+        let context = producer.context();
+        if let Some(fatal) = context.fatal.lock().expect("lock").clone() {
             return Err(fatal);
         }
         let left = limit.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            let last_error = context.last.lock().expect("lock").clone();
+            return Ok(Probe::Silent { last_error });
+        }
         if let Some(brokers) = brokers(producer, left.min(STEP)) {
             return Ok(Probe::Answered { brokers });
-        }
-        if started.elapsed() >= limit {
-            producer.poll(Duration::ZERO);
-            if let Some(fatal) = producer.context().fatal.lock().expect("lock").clone() {
-                return Err(fatal);
-            }
-            let last_error = producer.context().last.lock().expect("lock").clone();
-            return Ok(Probe::Silent { last_error });
         }
     }
 }
