@@ -9,6 +9,7 @@ pub mod admin_ext;
 pub mod client_config;
 pub mod cluster;
 pub mod internal_log;
+pub mod msk_iam;
 pub mod probe;
 
 use crate::config::Props;
