@@ -9,7 +9,9 @@
 //! * `sasl.jaas.config` for PLAIN and SCRAM is unpacked into `sasl.username`/`sasl.password`;
 //! * Java-only keys with no librdkafka meaning (serializers, interceptors, metric reporters,
 //!   `max.poll.records`, …) are dropped and listed in [`Translated::ignored`];
-//! * settings librdkafka cannot honour (JKS stores, `AWS_MSK_IAM`, Kerberos via JAAS) are a
+//! * MSK IAM (`AWS_MSK_IAM`, or OAUTHBEARER with AWS's login callback handler) becomes
+//!   OAUTHBEARER with tokens we sign ([`super::msk_iam`]);
+//! * settings librdkafka cannot honour (JKS stores, Kerberos via JAAS) are a
 //!   clear error naming the key, rather than a connection that silently behaves differently;
 //! * keys starting with `rdkafka.` pass through verbatim (prefix stripped): an escape hatch for
 //!   librdkafka-only tuning, e.g. `A.consumer.rdkafka.queued.max.messages.kbytes`.
@@ -96,8 +98,20 @@ const RENAMED: &[(&str, &str)] = &[
 pub fn translate(java: &Props) -> Result<Translated, UnsupportedSetting> {
     let mut out = Translated::default();
     let store_type = |key: &str| java.get(key).map(|t| t.trim().to_ascii_uppercase());
+    let iam = super::msk_iam::settings::from_java(java, |k| std::env::var(k).ok())?;
+    if let Some(settings) = &iam {
+        // Either Java form becomes OAUTHBEARER; the token's needs ride in the config string
+        // librdkafka hands to the token callback (see msk_iam).
+        out.settings
+            .insert("sasl.mechanism".into(), "OAUTHBEARER".into());
+        out.settings
+            .insert("sasl.oauthbearer.config".into(), settings.encode());
+    }
 
     for (key, value) in java {
+        if iam.is_some() && matches!(key.as_str(), "sasl.mechanism" | "sasl.jaas.config") {
+            continue;
+        }
         if let Some(raw) = key.strip_prefix("rdkafka.") {
             out.settings.insert(raw.to_string(), value.clone());
             continue;
@@ -116,15 +130,7 @@ pub fn translate(java: &Props) -> Result<Translated, UnsupportedSetting> {
                     .insert(key.clone(), value.trim().to_ascii_lowercase());
             }
             "sasl.mechanism" => {
-                let mechanism = value.trim();
-                if mechanism.eq_ignore_ascii_case("AWS_MSK_IAM") {
-                    return Err(unsupported(
-                        key,
-                        "AWS_MSK_IAM needs the Java aws-msk-iam-auth library; use SASL/SCRAM or \
-                         mTLS for now",
-                    ));
-                }
-                out.settings.insert(key.clone(), mechanism.to_string());
+                out.settings.insert(key.clone(), value.trim().to_string());
             }
             "sasl.jaas.config" => unpack_jaas(key, value, &mut out)?,
             "ssl.truststore.location" => match store_type("ssl.truststore.type").as_deref() {
@@ -251,7 +257,7 @@ fn shown(name: &str) -> &str {
 }
 
 /// Options after the control flag: `name="quoted value"` or `name=bare`, ended by `;`.
-fn parse_jaas_options(rest: &str) -> Result<Vec<(String, String)>, String> {
+pub(crate) fn parse_jaas_options(rest: &str) -> Result<Vec<(String, String)>, String> {
     let mut chars = rest.trim().chars().peekable();
     // Control flag: required | requisite | sufficient | optional.
     let flag: String = chars
@@ -386,8 +392,9 @@ mod tests {
         assert_eq!(err.key, "ssl.truststore.location");
         assert!(err.reason.contains("JKS"));
 
+        // MSK IAM over plaintext would send a signed credential in the clear.
         let err = translate(&props(&[("sasl.mechanism", "AWS_MSK_IAM")])).unwrap_err();
-        assert_eq!(err.key, "sasl.mechanism");
+        assert_eq!(err.key, "security.protocol");
 
         let err = translate(&props(&[(
             "sasl.jaas.config",
@@ -402,6 +409,37 @@ mod tests {
         )]))
         .unwrap_err();
         assert!(err.reason.contains("password"));
+    }
+
+    #[test]
+    fn msk_iam_becomes_oauthbearer_with_its_settings_for_the_token_callback() {
+        let t = translate(&props(&[
+            (
+                "bootstrap.servers",
+                "b-1.c.x1.c2.kafka.eu-west-3.amazonaws.com:9098",
+            ),
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "AWS_MSK_IAM"),
+            (
+                "sasl.jaas.config",
+                "software.amazon.msk.auth.iam.IAMLoginModule required awsProfileName=\"dr\";",
+            ),
+            (
+                "sasl.client.callback.handler.class",
+                "software.amazon.msk.auth.iam.IAMClientCallbackHandler",
+            ),
+        ]))
+        .unwrap();
+        assert_eq!(t.settings["sasl.mechanism"], "OAUTHBEARER");
+        assert_eq!(t.settings["security.protocol"], "sasl_ssl");
+        assert!(!t.settings.contains_key("sasl.jaas.config"));
+        let iam = crate::kafka::msk_iam::settings::IamSettings::decode(
+            &t.settings["sasl.oauthbearer.config"],
+        )
+        .unwrap();
+        assert_eq!(iam.region, "eu-west-3");
+        assert_eq!(iam.credential.profile.as_deref(), Some("dr"));
+        assert_eq!(t.ignored, ["sasl.client.callback.handler.class"]);
     }
 
     #[test]

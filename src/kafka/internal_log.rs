@@ -308,8 +308,7 @@ where
         if let Some(wait) = fetch_wait {
             config.set("fetch.wait.max.ms", wait.as_millis().to_string());
         }
-        let c: BaseConsumer<MirrorContext> = config
-            .create_with_context(MirrorContext)
+        let c: BaseConsumer<MirrorContext> = crate::kafka::create(&config, MirrorContext)
             .map_err(|e| build_error(&consumer_role, e))?;
         let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
         let short_fetches = fetch_wait == Some(SHORT_FETCH_WAIT);
@@ -617,9 +616,9 @@ pub fn shared_producer(
         return Ok(p.clone());
     }
     let producer_role = role(topic, "producer");
-    let p: FutureProducer<MirrorContext> = producer_config(producer, topic)?
-        .create_with_context(MirrorContext)
-        .map_err(|e| build_error(&producer_role, e))?;
+    let p: FutureProducer<MirrorContext> =
+        crate::kafka::create(&producer_config(producer, topic)?, MirrorContext)
+            .map_err(|e| build_error(&producer_role, e))?;
     cache
         .lock()
         .expect("producer cache poisoned")
@@ -738,8 +737,7 @@ pub async fn partition_count(
     let config = consumer_config(props, topic)?;
     let (topic_owned, consumer_role) = (topic.to_string(), role(topic, "consumer"));
     let result = tokio::task::spawn_blocking(move || -> Result<i32, LogError> {
-        let c: BaseConsumer<MirrorContext> = config
-            .create_with_context(MirrorContext)
+        let c: BaseConsumer<MirrorContext> = crate::kafka::create(&config, MirrorContext)
             .map_err(|e| build_error(&consumer_role, e))?;
         let md = c.fetch_metadata(Some(&topic_owned), timeout);
         close_consumer(&c, Duration::from_secs(1));
@@ -795,8 +793,7 @@ pub async fn end_offsets_lower_bound(
     let (topic_owned, consumer_role) = (topic.to_string(), role(topic, "consumer"));
     let partitions = partitions.to_vec();
     let result = tokio::task::spawn_blocking(move || -> Result<BTreeMap<i32, i64>, LogError> {
-        let c: BaseConsumer<MirrorContext> = config
-            .create_with_context(MirrorContext)
+        let c: BaseConsumer<MirrorContext> = crate::kafka::create(&config, MirrorContext)
             .map_err(|e| build_error(&consumer_role, e))?;
         let err = |message: String| LogError::Request {
             topic: topic_owned.clone(),

@@ -32,6 +32,8 @@ pub enum ClientError {
         #[source]
         source: KafkaError,
     },
+    #[error("client {role}: MSK IAM: {message}")]
+    Iam { role: String, message: String },
     #[error("cluster {cluster} ({bootstrap}): {what}: {message}")]
     Request {
         cluster: String,
@@ -64,7 +66,26 @@ pub fn client_config(role: &str, java: &Props) -> Result<ClientConfig, ClientErr
     for (k, v) in &translated.settings {
         config.set(k, v);
     }
+    // A missing credential fails here, naming the client, not later as a stalled connection.
+    if let Some(iam) = msk_iam::settings_of(&config) {
+        msk_iam::token_for(&iam).map_err(|message| ClientError::Iam {
+            role: role.to_string(),
+            message,
+        })?;
+    }
     Ok(config)
+}
+
+/// Creates a client, as `config.create_with_context(context)` does, and hands an MSK IAM client
+/// its first token at once (see [`msk_iam`]): every client of ours is made here.
+pub fn create<T, C>(config: &ClientConfig, context: C) -> Result<T, KafkaError>
+where
+    C: ClientContext,
+    T: rdkafka::config::FromClientConfigAndContext<C> + msk_iam::HasClient,
+{
+    let client = T::from_config_and_context(config, context)?;
+    msk_iam::prime(config, client.raw_client());
+    Ok(client)
 }
 
 /// An admin client for these settings, shared process-wide.
@@ -73,30 +94,34 @@ pub fn client_config(role: &str, java: &Props) -> Result<ClientConfig, ClientErr
 /// client waits for it; a slice needs several admin clients per cluster. Sharing them by
 /// identical settings removes that wait from every slice, and lets a warm Lambda container
 /// reuse connections across invocations. Admin requests are independent, so sharing is safe.
+/// An MSK IAM admin client never polls for a new token: it gets one at each reuse (from the
+/// token cache, so that is a lookup until the token is half-way through its life).
 pub fn shared_admin(
     role: &str,
     java: &Props,
 ) -> Result<std::sync::Arc<rdkafka::admin::AdminClient<MirrorContext>>, ClientError> {
+    use rdkafka::admin::AdminClient;
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex, OnceLock};
-    type Cache = Mutex<HashMap<String, Arc<rdkafka::admin::AdminClient<MirrorContext>>>>;
+    type Cache = Mutex<HashMap<String, (Arc<AdminClient<MirrorContext>>, ClientConfig)>>;
     static ADMINS: OnceLock<Cache> = OnceLock::new();
     // `client.id` carries the role (which connector, which task); it must not split the cache.
     let mut identity = java.clone();
     identity.remove("client.id");
     let key = serde_json::to_string(&identity).expect("props serialize");
     let cache = ADMINS.get_or_init(Default::default);
-    if let Some(a) = cache.lock().expect("admin cache poisoned").get(&key) {
-        return Ok(a.clone());
+    if let Some((admin, config)) = cache.lock().expect("admin cache poisoned").get(&key) {
+        msk_iam::prime(config, admin.inner());
+        return Ok(admin.clone());
     }
-    let admin: rdkafka::admin::AdminClient<MirrorContext> = client_config(role, java)?
-        .create_with_context(MirrorContext)
-        .map_err(|e| build_error(role, e))?;
+    let config = client_config(role, java)?;
+    let admin: AdminClient<MirrorContext> =
+        create(&config, MirrorContext).map_err(|e| build_error(role, e))?;
     let admin = Arc::new(admin);
     cache
         .lock()
         .expect("admin cache poisoned")
-        .insert(key, admin.clone());
+        .insert(key, (admin.clone(), config));
     Ok(admin)
 }
 
@@ -121,6 +146,15 @@ pub fn build_error(role: &str, source: KafkaError) -> ClientError {
 pub struct MirrorContext;
 
 impl ClientContext for MirrorContext {
+    // MSK IAM: tokens for clients that poll their main queue (the others are primed, see
+    // msk_iam). Every context of ours does the same.
+    const ENABLE_REFRESH_OAUTH_TOKEN: bool = true;
+    fn generate_oauth_token(
+        &self,
+        config: Option<&str>,
+    ) -> Result<rdkafka::client::OAuthToken, Box<dyn std::error::Error>> {
+        crate::kafka::msk_iam::generate(config)
+    }
     fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
         match level {
             RDKafkaLogLevel::Emerg

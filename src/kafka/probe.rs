@@ -61,6 +61,13 @@ impl ProbeContext {
 }
 
 impl ClientContext for ProbeContext {
+    const ENABLE_REFRESH_OAUTH_TOKEN: bool = true;
+    fn generate_oauth_token(
+        &self,
+        config: Option<&str>,
+    ) -> Result<rdkafka::client::OAuthToken, Box<dyn std::error::Error>> {
+        crate::kafka::msk_iam::generate(config)
+    }
     fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
         // Connection failures are logged (facility FAIL) with their cause, which the error
         // callback does not always get.
@@ -137,9 +144,9 @@ pub async fn probe(
     let role = role.to_string();
     let found =
         tokio::task::spawn_blocking(move || -> Result<Result<Probe, String>, ClientError> {
-            let producer: BaseProducer<ProbeContext> = config
-                .create_with_context(ProbeContext::default())
-                .map_err(|e| build_error(&role, e))?;
+            let producer: BaseProducer<ProbeContext> =
+                crate::kafka::create(&config, ProbeContext::default())
+                    .map_err(|e| build_error(&role, e))?;
             Ok(watch(&producer, limit))
         })
         .await

@@ -627,9 +627,8 @@ fn first_timestamps(
         .set("enable.auto.commit", "false")
         .set("enable.partition.eof", "false")
         .set("auto.offset.reset", "error");
-    let c: BaseConsumer<crate::kafka::MirrorContext> = config
-        .create_with_context(crate::kafka::MirrorContext)
-        .ok()?;
+    let c: BaseConsumer<crate::kafka::MirrorContext> =
+        crate::kafka::create(&config, crate::kafka::MirrorContext).ok()?;
     let mut tpl = rdkafka::TopicPartitionList::new();
     for (t, p, o) in positions {
         let offset = o.map_or(rdkafka::Offset::Beginning, rdkafka::Offset::Offset);

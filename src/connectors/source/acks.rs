@@ -110,6 +110,13 @@ pub(super) struct CopyContext {
 }
 
 impl ClientContext for CopyContext {
+    const ENABLE_REFRESH_OAUTH_TOKEN: bool = true;
+    fn generate_oauth_token(
+        &self,
+        config: Option<&str>,
+    ) -> Result<rdkafka::client::OAuthToken, Box<dyn std::error::Error>> {
+        crate::kafka::msk_iam::generate(config)
+    }
     fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
         MirrorContext.log(level, fac, message)
     }

@@ -54,11 +54,11 @@ impl OffsetSyncSender {
         }
         let completed = Arc::new(AtomicUsize::new(0));
         let end = Arc::new(AtomicI64::new(-1));
-        let producer = client_config(role, &props)?
-            .create_with_context(SyncContext {
-                completed: completed.clone(),
-                end: end.clone(),
-            })
+        let context = SyncContext {
+            completed: completed.clone(),
+            end: end.clone(),
+        };
+        let producer = crate::kafka::create(&client_config(role, &props)?, context)
             .map_err(|e| build_error(role, e))?;
         Ok(OffsetSyncSender {
             producer,
@@ -215,6 +215,13 @@ struct SyncContext {
 }
 
 impl ClientContext for SyncContext {
+    const ENABLE_REFRESH_OAUTH_TOKEN: bool = true;
+    fn generate_oauth_token(
+        &self,
+        config: Option<&str>,
+    ) -> Result<rdkafka::client::OAuthToken, Box<dyn std::error::Error>> {
+        crate::kafka::msk_iam::generate(config)
+    }
     fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
         MirrorContext.log(level, fac, message)
     }

@@ -359,20 +359,19 @@ impl<'a> CopyLoop<'a> {
             })
             .collect();
         let consumer_role = format!("{task}|replication-consumer");
-        let consumer = client_config(&consumer_role, &consumer_props(spec))
-            .map_err(Box::new)?
-            .create_with_context(MirrorContext)
+        let config = client_config(&consumer_role, &consumer_props(spec)).map_err(Box::new)?;
+        let consumer = crate::kafka::create(&config, MirrorContext)
             .map_err(|e| Box::new(build_error(&consumer_role, e)))?;
         let tracker = Arc::new(Mutex::new(AckTracker {
             partitions: (0..runs.len()).map(|_| PartitionAcks::default()).collect(),
             ..Default::default()
         }));
         let producer_role = format!("{task}|replication-producer");
-        let producer = client_config(&producer_role, &producer_props(spec))
-            .map_err(Box::new)?
-            .create_with_context(CopyContext {
-                tracker: tracker.clone(),
-            })
+        let config = client_config(&producer_role, &producer_props(spec)).map_err(Box::new)?;
+        let context = CopyContext {
+            tracker: tracker.clone(),
+        };
+        let producer = crate::kafka::create(&config, context)
             .map_err(|e| Box::new(build_error(&producer_role, e)))?;
         if let Some((props, topic)) = &spec.offset_syncs {
             let role = format!("{task}|offset-syncs-producer");
