@@ -135,15 +135,17 @@ pub async fn probe(
     java: &Props,
     limit: Duration,
 ) -> Result<Probe, ClientError> {
-    let mut config = client_config(role, java)?;
-    // Connection failures are logged at INFO; the probe needs them whatever our log level.
-    if (config.log_level as i32) < (RDKafkaLogLevel::Info as i32) {
-        config.set_log_level(RDKafkaLogLevel::Info);
-    }
     let bootstrap = java.get("bootstrap.servers").cloned().unwrap_or_default();
-    let role = role.to_string();
+    let (role, props) = (role.to_string(), java.clone());
+    // On the blocking pool from the start: an MSK IAM client's first credential may be fetched
+    // while its config is made.
     let found =
         tokio::task::spawn_blocking(move || -> Result<Result<Probe, String>, ClientError> {
+            let mut config = client_config(&role, &props)?;
+            // Connection failures are logged at INFO; the probe needs them whatever our level.
+            if (config.log_level as i32) < (RDKafkaLogLevel::Info as i32) {
+                config.set_log_level(RDKafkaLogLevel::Info);
+            }
             let producer: BaseProducer<ProbeContext> =
                 crate::kafka::create(&config, ProbeContext::default())
                     .map_err(|e| build_error(&role, e))?;

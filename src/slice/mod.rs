@@ -332,7 +332,7 @@ fn spawn_cluster_probes(
         let alias = alias.clone();
         let admin = common.client_config(side, ClientKind::Admin, "probe", None);
         probes.spawn(async move {
-            let found = probe(&alias, "probe", &admin, limit).await;
+            let found = probe(&alias, &format!("{alias}|probe"), &admin, limit).await;
             (alias, found)
         });
     }

@@ -9,8 +9,10 @@
 //! own, which works from any caller's thread.
 
 use super::settings::{CredentialSource, DEFAULT_SESSION_NAME};
+use aws_config::profile::ProfileFileCredentialsProvider;
 use aws_config::{sts::AssumeRoleProvider, BehaviorVersion, Region};
 use aws_credential_types::provider::ProvideCredentials;
+use aws_credential_types::provider::SharedCredentialsProvider;
 use aws_credential_types::Credentials;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -61,7 +63,7 @@ pub fn credentials(source: &CredentialSource, sts_region: &str) -> Result<Creden
 }
 
 /// Forget every cached credential (tests that change the environment).
-pub fn forget_all() {
+pub(super) fn forget_all() {
     cache().lock().expect("credential cache").clear();
 }
 
@@ -81,20 +83,28 @@ fn fetch_blocking(source: CredentialSource, sts_region: String) -> Result<Creden
 }
 
 async fn fetch(source: &CredentialSource, sts_region: &str) -> Result<Credentials, String> {
-    let mut loader = aws_config::defaults(BehaviorVersion::latest());
-    if let Some(profile) = &source.profile {
-        loader = loader.profile_name(profile);
-    }
-    let sdk = loader.load().await;
-    let what = match &source.profile {
-        Some(p) => format!("AWS profile {p:?}"),
-        None => "the default AWS credential chain".to_string(),
+    let sdk = aws_config::defaults(BehaviorVersion::latest()).load().await;
+    // A named profile is that profile alone, as in AWS's Java library: keys in the environment
+    // (first in the default chain) must not win over it.
+    let (base, what) = match &source.profile {
+        Some(p) => {
+            let provider = ProfileFileCredentialsProvider::builder()
+                .profile_name(p)
+                .build();
+            (
+                SharedCredentialsProvider::new(provider),
+                format!("AWS profile {p:?}"),
+            )
+        }
+        None => {
+            let chain = sdk
+                .credentials_provider()
+                .ok_or("the default AWS credential chain is empty")?;
+            (chain, "the default AWS credential chain".to_string())
+        }
     };
     let Some(role) = &source.role_arn else {
-        let provider = sdk
-            .credentials_provider()
-            .ok_or_else(|| format!("{what} has no credential provider"))?;
-        return provider
+        return base
             .provide_credentials()
             .await
             .map_err(|e| format!("no credential from {what}: {}", describe(&e)));
@@ -109,7 +119,7 @@ async fn fetch(source: &CredentialSource, sts_region: &str) -> Result<Credential
         builder = builder.external_id(id);
     }
     builder
-        .build()
+        .build_from_provider(base)
         .await
         .provide_credentials()
         .await

@@ -48,12 +48,10 @@ pub fn settings_of(config: &ClientConfig) -> Option<IamSettings> {
 
 /// A token for `settings`, from the cache while it has more than half its validity left.
 pub fn token_for(settings: &IamSettings) -> Result<token::Token, String> {
-    type Cache = Mutex<HashMap<String, token::Token>>;
-    static TOKENS: OnceLock<Cache> = OnceLock::new();
     let key = settings.encode();
     let validity = validity()?;
     let now = SystemTime::now();
-    let cache = TOKENS.get_or_init(Default::default);
+    let cache = tokens();
     if let Some(t) = cache.lock().expect("token cache").get(&key) {
         if t.expires_at
             .duration_since(now)
@@ -78,6 +76,17 @@ pub fn token_for(settings: &IamSettings) -> Result<token::Token, String> {
     );
     cache.lock().expect("token cache").insert(key, t.clone());
     Ok(t)
+}
+
+fn tokens() -> &'static Mutex<HashMap<String, token::Token>> {
+    static TOKENS: OnceLock<Mutex<HashMap<String, token::Token>>> = OnceLock::new();
+    TOKENS.get_or_init(Default::default)
+}
+
+/// Forget every cached token and credential (tests that change the environment).
+pub fn forget_cached() {
+    tokens().lock().expect("token cache").clear();
+    credentials::forget_all();
 }
 
 /// `generate_oauth_token` of every client context: librdkafka passes the client's
