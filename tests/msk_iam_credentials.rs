@@ -67,14 +67,10 @@ async fn tokens_are_signed_by_the_chain_a_profile_or_an_assumed_role() {
         "[dr]\naws_access_key_id = AKIAPROFILEDR\naws_secret_access_key = profile-secret\n",
     )
     .unwrap();
-    let moto = stack
-        .env()
-        .into_iter()
-        .find(|(k, _)| *k == "AWS_ENDPOINT_URL_DYNAMODB")
-        .map(|(_, v)| v)
-        .unwrap();
+    // moto serves STS on the endpoint it serves DynamoDB on.
+    let moto = &stack.dynamodb;
     // Edition 2021: setting the environment is safe; nothing else in this binary reads it.
-    std::env::set_var("AWS_ENDPOINT_URL_STS", &moto);
+    std::env::set_var("AWS_ENDPOINT_URL_STS", moto);
     std::env::set_var("AWS_SHARED_CREDENTIALS_FILE", &credentials_file);
     std::env::set_var("AWS_CONFIG_FILE", dir.path().join("no-config"));
     std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
