@@ -16,6 +16,9 @@
 #                                # Java MirrorMaker 2 (dedicated mode), in the foreground
 #   infra/local/stack.sh java-exec PROGRAM.java [ARGS...]
 #                                # a single-file Java program on Apache Kafka's classpath
+#   infra/local/stack.sh msk-iam-exec PROGRAM.java [ARGS...]
+#                                # the same on AWS's MSK IAM library's classpath (kafka-clients
+#                                # and aws-msk-iam-auth, tests/msk_iam/pom.xml)
 #
 # Ports: MIRRORSLICE_STACK_A_PORT and MIRRORSLICE_STACK_B_PORT (tansu 19092 and 29092; Apache
 # Kafka 19192 and 29192, its KRaft controller on the next port up, so both kinds can run side by
@@ -196,23 +199,42 @@ EOF
 #   A_PORT+3 SSL             server certificate only
 #   A_PORT+4 MTLS (SSL)      client certificate required
 #   A_PORT+5 SASL_SSL        the SASL mechanisms above, over TLS
+#   A_PORT+6 IAM (SASL_SSL)  OAUTHBEARER with MSK IAM tokens, as MSK's IAM listeners
+# and cluster B one, so both ends of a flow can be IAM clusters:
+#   B_PORT+2 IAM (SASL_SSL)  as A's
 # SCRAM users are created by the tests through the admin API. Certificates are for host name
 # "localhost" only (the listeners advertise it), so a client connecting as 127.0.0.1 fails
-# hostname verification, as it should.
+# hostname verification, as it should; both brokers have the same CA and certificate.
+# IAM tokens are checked by infra/kafka/iam/MskIamValidator.java (compiled at `up`) for one
+# access key, random per start, and region IAM_REGION (not us-east-1, so a signer that ignores
+# the region fails); every check appends a JSON line to IAM_TOKEN_LOG. The broker ends an IAM
+# session when its token expires, as MSK does: a client must re-authenticate with a fresh token
+# first (KIP-368). Kafka 4.1 ends the session at the token's lifetime even without
+# connections.max.reauth.ms (checked); it is set (1 h) as Kafka documents re-authentication, and
+# would bound a session whose token had no lifetime.
 TLS_DIR="$RUN_DIR/tls"
+IAM_REGION=eu-west-3
+IAM_TOKEN_LOG="$TLS_DIR/iam-tokens.jsonl"
 secured_port() {
     case "$1" in
         sasl_plaintext) echo $((A_PORT + 2)) ;;
         ssl) echo $((A_PORT + 3)) ;;
         mtls) echo $((A_PORT + 4)) ;;
         sasl_ssl) echo $((A_PORT + 5)) ;;
+        iam) echo $((A_PORT + 6)) ;;
+    esac
+}
+iam_port() {
+    case "$1" in
+        a) secured_port iam ;;
+        b) echo $((B_PORT + 2)) ;;
     esac
 }
 
 # A fresh CA per start, with a broker certificate (PEM key store for Kafka) and a client
 # certificate (for mTLS: client.p12, PKCS12, and client-keystore.pem, a PEM key store whose key
 # is encrypted with ssl.key.password), in $TLS_DIR.
-# Passwords are random per start, in files beside what they open.
+# Passwords and the IAM access key are random per start, in files beside what they open.
 tls_material() {
     command -v openssl >/dev/null || { log "openssl not found: it makes the test CA (apt-get install openssl)"; return 1; }
     rm -rf "${TLS_DIR:?}" && mkdir -p "$TLS_DIR" || return 1
@@ -223,6 +245,10 @@ tls_material() {
         rand >client.p12.password
         rand >client.key.password
         rand >plain.password
+        # Shaped as AWS's: "AKIA" and 16 of A-Z2-7; 40 characters of base64.
+        python3 -c 'import secrets;print("AKIA"+"".join(secrets.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") for _ in range(16)))' >iam.access-key-id
+        python3 -c 'import secrets,string;print("".join(secrets.choice(string.ascii_letters+string.digits+"+/") for _ in range(40)))' >iam.secret-access-key
+        : >"$IAM_TOKEN_LOG"
         openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=mirrorslice test CA" \
             -keyout ca.key -out ca.pem
         echo "subjectAltName=DNS:localhost" >san.ext
@@ -241,21 +267,41 @@ tls_material() {
     ) >"$TLS_DIR/openssl.log" 2>&1 || { cat "$TLS_DIR/openssl.log" >&2; return 1; }
 }
 
-# The secured listeners' lines for kafka_properties (see above); later lines of a properties
-# file win, so these replace the plaintext node's listeners.
+# The secured listeners' lines for kafka_properties (see above) of cluster $2 (a: all of them,
+# b: IAM) on port $1; later lines of a properties file win, so these replace the plaintext
+# node's listeners.
 kafka_secured_properties() {
-    local plain_pw l m
-    plain_pw="$(cat "$TLS_DIR/plain.password")"
+    local plain_pw l m iam
+    iam="$(iam_port "$2")"
+    if [[ "$2" == a ]]; then
+        cat <<EOF
+listeners=PLAINTEXT://$HOST:$1,CONTROLLER://$HOST:$(($1 + 1)),SASL_PLAINTEXT://$HOST:$(secured_port sasl_plaintext),SSL://$HOST:$(secured_port ssl),MTLS://$HOST:$(secured_port mtls),SASL_SSL://$HOST:$(secured_port sasl_ssl),IAM://$HOST:$iam
+advertised.listeners=PLAINTEXT://$HOST:$1,SASL_PLAINTEXT://localhost:$(secured_port sasl_plaintext),SSL://localhost:$(secured_port ssl),MTLS://localhost:$(secured_port mtls),SASL_SSL://localhost:$(secured_port sasl_ssl),IAM://localhost:$iam
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_SSL:SASL_SSL,IAM:SASL_SSL
+EOF
+    else
+        cat <<EOF
+listeners=PLAINTEXT://$HOST:$1,CONTROLLER://$HOST:$(($1 + 1)),IAM://$HOST:$iam
+advertised.listeners=PLAINTEXT://$HOST:$1,IAM://localhost:$iam
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,IAM:SASL_SSL
+EOF
+    fi
+    # The broker logs in on every SASL listener, IAM (not the inter-broker listener) too: Kafka's
+    # default OAUTHBEARER login handler needs a subject for its unsecured token, which no client
+    # ever sees; the validator ignores that option.
     cat <<EOF
-listeners=PLAINTEXT://$HOST:$1,CONTROLLER://$HOST:$(($1 + 1)),SASL_PLAINTEXT://$HOST:$(secured_port sasl_plaintext),SSL://$HOST:$(secured_port ssl),MTLS://$HOST:$(secured_port mtls),SASL_SSL://$HOST:$(secured_port sasl_ssl)
-advertised.listeners=PLAINTEXT://$HOST:$1,SASL_PLAINTEXT://localhost:$(secured_port sasl_plaintext),SSL://localhost:$(secured_port ssl),MTLS://localhost:$(secured_port mtls),SASL_SSL://localhost:$(secured_port sasl_ssl)
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_SSL:SASL_SSL
 ssl.keystore.type=PEM
 ssl.keystore.location=$TLS_DIR/broker.pem
 ssl.truststore.type=PEM
 ssl.truststore.location=$TLS_DIR/ca.pem
-listener.name.mtls.ssl.client.auth=required
+listener.name.iam.sasl.enabled.mechanisms=OAUTHBEARER
+listener.name.iam.oauthbearer.sasl.server.callback.handler.class=mirrorslice.stack.MskIamValidator
+listener.name.iam.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="broker" accessKeyId="$(cat "$TLS_DIR/iam.access-key-id")" secretAccessKey="$(cat "$TLS_DIR/iam.secret-access-key")" region="$IAM_REGION" cluster="$2" tokenLog="$IAM_TOKEN_LOG";
+listener.name.iam.oauthbearer.connections.max.reauth.ms=3600000
 EOF
+    [[ "$2" == a ]] || return 0
+    plain_pw="$(cat "$TLS_DIR/plain.password")"
+    echo "listener.name.mtls.ssl.client.auth=required"
     for l in sasl_plaintext sasl_ssl; do
         echo "listener.name.$l.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
         echo "listener.name.$l.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_plain-mirror=\"$plain_pw\";"
@@ -273,13 +319,16 @@ kafka_prepare() {
     lib="$(kafka_lib)" || exit 1
     port_open $((port + 1)) && die "port $HOST:$((port + 1)) (the KRaft controller of $HOST:$port) is in use"
     kafka_properties "$dir" "$port" >"$props" || die "cannot write $props"
-    if [[ "${4:-}" == secured ]]; then
-        local l
-        for l in sasl_plaintext ssl mtls sasl_ssl; do
-            port_open "$(secured_port "$l")" && die "port $HOST:$(secured_port "$l") ($l listener of $HOST:$port) is in use"
+    if [[ -n "${4:-}" ]]; then
+        local l p
+        for l in sasl_plaintext ssl mtls sasl_ssl iam; do
+            if [[ "$4" == a || "$l" == iam ]]; then
+                p="$(if [[ "$l" == iam ]]; then iam_port "$4"; else secured_port "$l"; fi)"
+                port_open "$p" && die "port $HOST:$p ($l listener of $HOST:$port) is in use"
+            fi
         done
-        tls_material || die "generating the test CA and certificates failed"
-        kafka_secured_properties "$port" >>"$props" || die "cannot write $props"
+        [[ -f "$TLS_DIR/iam.secret-access-key" ]] || die "no test CA and credentials in $TLS_DIR"
+        kafka_secured_properties "$port" "$4" >>"$props" || die "cannot write $props"
     fi
     rm -rf "${dir:?}" && mkdir -p "$dir" || die "cannot empty $dir"
     # A cluster id is 16 bytes, base64url without padding; a fresh one per start. One in 64
@@ -292,19 +341,36 @@ kafka_prepare() {
 
 # Sets KAFKA_CMD to the broker's command line for properties file $2 on port $1: the heap and
 # GC options of Kafka's own kafka-server-start.sh; -Dmirrorslice.listener lets started_on_port
-# tell which port the process serves.
+# tell which port the process serves. The IAM validator's classes are on the class path (private
+# nodes, which have no IAM listener, never load them).
 kafka_command() {
     KAFKA_CMD=(java -Xms1g -Xmx1g -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20
         -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true
         "-Dlog4j2.configurationFile=$KAFKA_DIR/log4j2.yaml" "-Dmirrorslice.listener=$HOST:$1"
-        -cp "$(kafka_lib)/*" kafka.Kafka "$2")
+        -cp "$(kafka_lib)/*:$IAM_VALIDATOR_DIR" kafka.Kafka "$2")
+}
+
+# The IAM listeners' token validator, compiled against the brokers' jars into
+# $IAM_VALIDATOR_DIR when its source or the jars changed. Aside and renamed, so a broker never
+# starts on half-written classes.
+IAM_VALIDATOR_SRC="$KAFKA_DIR/iam/MskIamValidator.java"
+IAM_VALIDATOR_DIR="$RUN_DIR/iam-validator"
+iam_validator() {
+    local lib want
+    lib="$(kafka_lib)" || return 1
+    want="$(cat "$IAM_VALIDATOR_SRC" "$lib/.pom.sha256" | sha256sum | cut -d' ' -f1)"
+    [[ "$(cat "$IAM_VALIDATOR_DIR/.sha256" 2>/dev/null || true)" == "$want" ]] && return 0
+    command -v javac >/dev/null || die "javac not found: the IAM validator is compiled at start (apt-get install openjdk-17-jdk-headless)"
+    rm -rf "$IAM_VALIDATOR_DIR.tmp"
+    javac -nowarn -d "$IAM_VALIDATOR_DIR.tmp" -cp "$lib/*" "$IAM_VALIDATOR_SRC" >&2 ||
+        die "compiling $IAM_VALIDATOR_SRC failed"
+    echo "$want" >"$IAM_VALIDATOR_DIR.tmp/.sha256"
+    rm -rf "$IAM_VALIDATOR_DIR" && mv "$IAM_VALIDATOR_DIR.tmp" "$IAM_VALIDATOR_DIR"
 }
 
 start_kafka() {
     local name="$1" port="$2" props="$RUN_DIR/$1.properties"
-    local secured=""
-    [[ "$name" == kafka-a ]] && secured=secured
-    if ! (kafka_prepare "$KAFKA_DATA_ROOT/$name" "$port" "$props" "$secured") 2>>"$(log_file "$name")"; then
+    if ! (kafka_prepare "$KAFKA_DATA_ROOT/$name" "$port" "$props" "${name#kafka-}") 2>>"$(log_file "$name")"; then
         tail -n 20 "$(log_file "$name")" >&2
         die "$name: preparing the broker failed"
     fi
@@ -342,6 +408,39 @@ java_exec() {
     [[ -n "${1:-}" ]] || die "usage: $0 java-exec PROGRAM.java [ARGS...]"
     exec java -Xms256m -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true \
         "-Dlog4j2.configurationFile=$KAFKA_DIR/mm2-log4j2.yaml" -cp "$(kafka_lib)/*" "$@"
+}
+
+# AWS's MSK IAM library for Java and kafka-clients at the brokers' version (tests/msk_iam/pom.xml),
+# fetched into the run directory once per pom, as kafka_lib. Never on a broker's class path: the
+# IAM listeners must accept its tokens through our validator alone.
+MSK_IAM_POM="$SCRIPT_DIR/../../tests/msk_iam/pom.xml"
+msk_iam_lib() {
+    local lib="$RUN_DIR/msk-iam-lib" stamp want kafka_version
+    stamp="$lib/.pom.sha256"
+    kafka_version="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$KAFKA_DIR/pom.xml")"
+    want="$( (cat "$MSK_IAM_POM" && echo "$kafka_version") | sha256sum | cut -d' ' -f1)"
+    if [[ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]]; then
+        command -v mvn >/dev/null || die "mvn not found: AWS's MSK IAM library is fetched with Maven (apt-get install maven)"
+        log "fetching aws-msk-iam-auth from Maven Central ($MSK_IAM_POM)"
+        rm -rf "$lib"
+        mkdir -p "$RUN_DIR"
+        if ! mvn -q -B -f "$MSK_IAM_POM" "-Dkafka.version=$kafka_version" dependency:copy-dependencies \
+            "-DoutputDirectory=$lib" >"$RUN_DIR/mvn-msk-iam.log" 2>&1; then
+            tail -n 30 "$RUN_DIR/mvn-msk-iam.log" >&2
+            die "mvn dependency:copy-dependencies on $MSK_IAM_POM failed (log: $RUN_DIR/mvn-msk-iam.log)"
+        fi
+        echo "$want" >"$stamp"
+    fi
+    echo "$lib"
+}
+
+# A single-file Java program ($1) on the MSK IAM library's classpath, as this process (exec).
+# Logs go to stderr (warnings and errors), so stdout is the program's alone.
+msk_iam_exec() {
+    [[ -n "${1:-}" ]] || die "usage: $0 msk-iam-exec PROGRAM.java [ARGS...]"
+    exec java -Xms128m -Xmx512m -Djava.awt.headless=true \
+        "-Dlog4j2.configurationFile=$SCRIPT_DIR/../../tests/msk_iam/log4j2.properties" \
+        -cp "$(msk_iam_lib)/*" "$@"
 }
 
 # --- start / stop ---
@@ -483,8 +582,16 @@ with_lock() {
 cmd_up() {
     local s pids=() failed=0
     # Fetched once, before the brokers start side by side: two fetches into one directory at
-    # once clobber each other's files.
-    if [[ "$BROKER" == kafka ]]; then kafka_lib >/dev/null; fi
+    # once clobber each other's files. Likewise the validator and the TLS and IAM material both
+    # brokers load, made anew only when neither broker runs: a running one keeps using them.
+    if [[ "$BROKER" == kafka ]]; then
+        kafka_lib >/dev/null
+        iam_validator
+        if ! live_pid kafka-a >/dev/null && ! live_pid kafka-b >/dev/null ||
+            [[ ! -f "$TLS_DIR/iam.secret-access-key" ]]; then
+            tls_material || die "generating the test CA, certificates and credentials failed"
+        fi
+    fi
     for s in "${SERVICES[@]}"; do
         start "$s" &
         pids+=($!)
@@ -533,6 +640,12 @@ export MIRRORSLICE_STACK_A_SSL=localhost:$(secured_port ssl)
 export MIRRORSLICE_STACK_A_MTLS=localhost:$(secured_port mtls)
 export MIRRORSLICE_STACK_A_SASL_SSL=localhost:$(secured_port sasl_ssl)
 export MIRRORSLICE_STACK_TLS_DIR=$TLS_DIR
+export MIRRORSLICE_STACK_A_IAM=localhost:$(iam_port a)
+export MIRRORSLICE_STACK_B_IAM=localhost:$(iam_port b)
+export MIRRORSLICE_STACK_IAM_ACCESS_KEY_ID=$(cat "$TLS_DIR/iam.access-key-id" 2>/dev/null || true)
+export MIRRORSLICE_STACK_IAM_SECRET_ACCESS_KEY=$(cat "$TLS_DIR/iam.secret-access-key" 2>/dev/null || true)
+export MIRRORSLICE_STACK_IAM_REGION=$IAM_REGION
+export MIRRORSLICE_STACK_IAM_TOKEN_LOG=$IAM_TOKEN_LOG
 EOF
     fi
 }
@@ -559,8 +672,14 @@ case "${1:-}" in
         exec 9>&-
         "$cmd" "$@"
         ;;
+    msk-iam-exec)
+        shift
+        with_lock msk_iam_lib >/dev/null
+        exec 9>&-
+        msk_iam_exec "$@"
+        ;;
     *)
-        echo "usage: $0 up|down|status|env|tansu-bin|kafka-exec PORT DIR|mm2-exec MM2_PROPERTIES [ARGS...]|java-exec PROGRAM [ARGS...]" >&2
+        echo "usage: $0 up|down|status|env|tansu-bin|kafka-exec PORT DIR|mm2-exec MM2_PROPERTIES [ARGS...]|java-exec PROGRAM [ARGS...]|msk-iam-exec PROGRAM [ARGS...]" >&2
         exit 2
         ;;
 esac

@@ -15,9 +15,10 @@ cd "$ROOT"
 if ! dpkg -s libssl-dev pkg-config openssl >/dev/null 2>&1; then
     apt-get update -qq && apt-get install -y -qq libssl-dev pkg-config openssl
 fi
-# Apache Kafka brokers run on Java 17+ and are fetched from Maven Central with Maven.
-if ! command -v java >/dev/null || ! command -v mvn >/dev/null; then
-    apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless maven
+# Apache Kafka brokers run on Java 17+ and are fetched from Maven Central with Maven. The JDK,
+# not only a JRE: the stack compiles its IAM token validator with javac.
+if ! command -v java >/dev/null || ! command -v javac >/dev/null || ! command -v mvn >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq openjdk-17-jdk-headless maven
 fi
 
 # The SAM template must lint clean (offline; no AWS account needed). cfn-lint is run through
