@@ -108,14 +108,19 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    runtime.block_on(async move {
+    let code = runtime.block_on(async move {
         match cli.command {
             Command::Plan(args) => plan(args).await,
             Command::Run(args) => run(args).await,
             Command::TranslateOffsets(args) => translate_offsets(args).await,
             Command::Failover(args) => failover(args).await,
         }
-    })
+    });
+    // The command's outcome is final here. Blocking calls it abandoned on the way out (the
+    // Java-worker check or a probe, still waiting on a cluster that refused us) must not hold
+    // the exit for their own timeouts, as dropping the runtime would.
+    runtime.shutdown_background();
+    code
 }
 
 async fn plan(args: PlanArgs) -> ExitCode {

@@ -50,9 +50,9 @@ fn with_env(cmd: &mut Command, env: &[(&str, Option<&str>)]) {
     }
 }
 
-/// `plan` and `run` both exit 1 within [`AT_ONCE`], naming the source cluster and `cause`.
-fn assert_fails_at_once(flow: &Flow, env: &[(&str, Option<&str>)], cause: &str) {
-    let named = format!("client {}|", flow.source);
+/// `plan` and `run` both exit 1 within [`AT_ONCE`], saying one of `named` (the cluster) and
+/// `cause`.
+fn assert_fails_at_once(flow: &Flow, env: &[(&str, Option<&str>)], named: &[String], cause: &str) {
     for (command, out) in
         [("plan", plan as fn(&Flow, &[_]) -> Output), ("run", run)].map(|(name, f)| {
             let started = Instant::now();
@@ -69,7 +69,7 @@ fn assert_fails_at_once(flow: &Flow, env: &[(&str, Option<&str>)], cause: &str) 
         );
         assert_eq!(out.status.code(), Some(1), "{command}: {text}");
         assert!(
-            text.contains(&named),
+            named.iter().any(|n| text.contains(n)),
             "{command} does not name the cluster: {text}"
         );
         assert!(text.contains(cause), "{command}: {text}");
@@ -82,7 +82,8 @@ fn without_a_region_plan_and_run_fail_at_once_naming_the_cluster() {
     let flow = Flow::between(&s.a, &s.b, "");
     flow.add_config(&aws_msk_iam(&flow.source, ""));
     let env = [("AWS_REGION", None), ("AWS_DEFAULT_REGION", None)];
-    assert_fails_at_once(&flow, &env, "MSK IAM needs the cluster's region");
+    let named = [format!("client {}|", flow.source)];
+    assert_fails_at_once(&flow, &env, &named, "MSK IAM needs the cluster's region");
 }
 
 #[test]
@@ -101,13 +102,186 @@ fn without_a_credential_plan_and_run_fail_at_once_naming_the_cluster() {
     ];
     let flow = Flow::between(&s.a, &s.b, "");
     flow.add_config(&aws_msk_iam(&flow.source, ""));
+    let named = [format!("client {}|", flow.source)];
     assert_fails_at_once(
         &flow,
         &no_credential,
+        &named,
         "MSK IAM: no credential from the default AWS credential chain",
     );
     // A profile that is not there is named.
     let flow = Flow::between(&s.a, &s.b, "");
     flow.add_config(&aws_msk_iam(&flow.source, " awsProfileName=\"dr\""));
-    assert_fails_at_once(&flow, &no_credential, "no credential from AWS profile");
+    let named = [format!("client {}|", flow.source)];
+    assert_fails_at_once(
+        &flow,
+        &no_credential,
+        &named,
+        "no credential from AWS profile",
+    );
+}
+
+/// MSK IAM for every cluster of a flow: the OAUTHBEARER form at top level (both clusters) and
+/// the `AWS_MSK_IAM` form for the source cluster, which overrides it, as in MM2.
+fn iam_settings(iam: &common::iam::Iam, source: &str) -> String {
+    format!(
+        "security.protocol = SASL_SSL\n\
+         sasl.mechanism = OAUTHBEARER\n\
+         sasl.jaas.config = org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;\n\
+         sasl.login.callback.handler.class = software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler\n\
+         ssl.truststore.type = PEM\n\
+         ssl.truststore.location = {}\n{}",
+        iam.ca,
+        aws_msk_iam(source, "")
+    )
+}
+
+/// Every token the validator saw with the stack's key (other tests of this binary present
+/// another) is valid and ours (user agent, validity), and there were some: a client without a
+/// token could not have connected at all.
+fn assert_valid_tokens(iam: &common::iam::Iam, tokens: &mut Vec<serde_json::Value>, what: &str) {
+    tokens.retain(|t| t["access_key_id"] == iam.access_key_id.as_str());
+    assert!(!tokens.is_empty(), "{what}: no token reached the listeners");
+    for t in tokens {
+        assert_eq!(t["valid"], true, "{what}: {t}");
+        assert_eq!(
+            t["access_key_id"],
+            iam.access_key_id.as_str(),
+            "{what}: {t}"
+        );
+        let agent = t["user_agent"].as_str().unwrap_or_default();
+        assert!(agent.starts_with("mirrorslice/"), "{what}: {t}");
+        assert_eq!(t["expires"], 900, "{what}: {t}");
+    }
+}
+
+fn clusters_seen(tokens: &[serde_json::Value]) -> std::collections::BTreeSet<String> {
+    tokens
+        .iter()
+        .filter_map(|t| t["cluster"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[tokio::test]
+async fn every_client_of_plan_run_translate_and_failover_presents_a_valid_token() {
+    let Some(iam) = common::iam::iam() else {
+        return;
+    };
+    let s = stack();
+    let flow = Flow::between(&iam.a, &iam.b, "");
+    flow.add_config(&iam_settings(iam, &flow.source));
+    let topic = format!("orders-{}", flow.source);
+    common::create_topic(&s.a, &topic, 2, &[]).await;
+    common::produce(&s.a, &topic, &common::keyed_records(2, 300)).await;
+    let group = common::unique("iam-group");
+    commit_on_a(&group, &topic).await;
+    let env: Vec<(String, String)> = iam.env().into_iter().map(|(k, v)| (k.into(), v)).collect();
+    let env: Vec<(&str, Option<&str>)> = env
+        .iter()
+        .map(|(k, v)| (k.as_str(), Some(v.as_str())))
+        .collect();
+
+    let mark = iam.mark();
+    let out = plan(&flow, &env);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let mut tokens = iam.tokens_since(mark);
+    assert_valid_tokens(iam, &mut tokens, "plan");
+    assert_eq!(clusters_seen(&tokens), ["a", "b"].map(String::from).into());
+
+    let mark = iam.mark();
+    let out = run(&flow, &env);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{report:#}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(report["slices"][0]["records"], 300, "{report:#}");
+    let duplicates = common::assert_all_copied(&s.b, &flow.remote(&topic), 2, 300).await;
+    assert_eq!(duplicates, 0);
+    let mut tokens = iam.tokens_since(mark);
+    assert_valid_tokens(iam, &mut tokens, "run");
+    assert_eq!(clusters_seen(&tokens), ["a", "b"].map(String::from).into());
+
+    for command in ["translate-offsets", "failover"] {
+        let mark = iam.mark();
+        let mut cmd = Command::new(common::mirrorslice_bin());
+        cmd.arg(command).arg(&flow.config).args([
+            "--flow",
+            &flow.name(),
+            "--group",
+            &group,
+            "--json",
+        ]);
+        with_env(&mut cmd, &env);
+        let out = cmd.output().expect("run mirrorslice");
+        let text = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(0), "{command}: {text}");
+        let mut tokens = iam.tokens_since(mark);
+        assert_valid_tokens(iam, &mut tokens, command);
+        assert!(
+            clusters_seen(&tokens).contains("b"),
+            "{command}: {tokens:?}"
+        );
+    }
+}
+
+/// A consumer group on A with offsets for `topic`, for the checkpoints to translate.
+async fn commit_on_a(group: &str, topic: &str) {
+    use rdkafka::admin::AdminClient;
+    use rdkafka::client::DefaultClientContext;
+    let admin: AdminClient<DefaultClientContext> = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", &stack().a)
+        .create()
+        .expect("admin client");
+    let offsets = [
+        (topic.to_string(), 0, 100, String::new()),
+        (topic.to_string(), 1, 50, String::new()),
+    ];
+    let results = mirrorslice::kafka::admin_ext::alter_consumer_group_offsets(
+        &admin,
+        group,
+        &offsets,
+        Duration::from_secs(30),
+    )
+    .await
+    .expect("commit on A");
+    assert!(results.iter().all(|r| r.1.is_ok()), "{results:?}");
+}
+
+#[test]
+fn a_rejected_token_fails_plan_and_run_at_once_naming_the_cluster() {
+    let Some(iam) = common::iam::iam() else {
+        return;
+    };
+    let flow = Flow::between(&iam.a, &iam.b, "");
+    flow.add_config(&iam_settings(iam, &flow.source));
+    // A key the listeners do not know: the other tests of this binary, which share the
+    // validator's log, only look at the stack's key.
+    let mut env = iam.env();
+    env.retain(|(k, _)| *k != "AWS_ACCESS_KEY_ID");
+    let env: Vec<(&str, Option<&str>)> = (env.iter().map(|(k, v)| (*k, Some(v.as_str()))))
+        .chain([("AWS_ACCESS_KEY_ID", Some("AKIAUNKNOWNTOTHEM000"))])
+        .collect();
+    // Both clusters refuse it; whichever answers first is named.
+    let named = [
+        format!("cluster {} ({})", flow.source, iam.a),
+        format!("cluster {} ({})", flow.target, iam.b),
+    ];
+    assert_fails_at_once(&flow, &env, &named, "SASL authentication error");
+    // And the listeners did refuse that key (the check above cannot tell it from a bug).
+    let refused = iam.tokens_since(0);
+    assert!(refused
+        .iter()
+        .any(|t| t["access_key_id"] == "AKIAUNKNOWNTOTHEM000" && t["valid"] == false));
 }

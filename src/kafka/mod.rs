@@ -94,8 +94,8 @@ where
 /// client waits for it; a slice needs several admin clients per cluster. Sharing them by
 /// identical settings removes that wait from every slice, and lets a warm Lambda container
 /// reuse connections across invocations. Admin requests are independent, so sharing is safe.
-/// An MSK IAM admin client never polls for a new token: it gets one at each reuse (from the
-/// token cache, so that is a lookup until the token is half-way through its life).
+/// An MSK IAM admin client never polls for a new token: it gets one at each reuse and from
+/// [`msk_iam::keep_fresh`] while it lives.
 pub fn shared_admin(
     role: &str,
     java: &Props,
@@ -118,6 +118,7 @@ pub fn shared_admin(
     let admin: AdminClient<MirrorContext> =
         create(&config, MirrorContext).map_err(|e| build_error(role, e))?;
     let admin = Arc::new(admin);
+    msk_iam::keep_fresh(&config, &admin);
     cache
         .lock()
         .expect("admin cache poisoned")

@@ -20,6 +20,7 @@
 
 pub mod cli_flow;
 pub mod faults;
+pub mod iam;
 pub mod java_mm2;
 pub mod secrets;
 pub mod secured;

@@ -145,6 +145,50 @@ pub fn prime<C: ClientContext>(config: &ClientConfig, client: &Client<C>) {
     }
 }
 
+/// Keeps handing `client` fresh tokens for as long as it lives, for a long-lived client that
+/// never polls for them (a shared admin client: its connections re-authenticate when the
+/// broker's session ends, with whatever token it holds). Nothing for a client that is not MSK
+/// IAM. One thread for all of them, every quarter of the token validity: the tokens it hands
+/// over have at least half their validity left.
+pub fn keep_fresh<T>(config: &ClientConfig, client: &std::sync::Arc<T>)
+where
+    T: HasClient + Send + Sync + 'static,
+{
+    type Refresh = Box<dyn Fn() -> bool + Send>;
+    static KEPT: OnceLock<Mutex<Vec<Refresh>>> = OnceLock::new();
+    if settings_of(config).is_none() {
+        return;
+    }
+    let (weak, config) = (std::sync::Arc::downgrade(client), config.clone());
+    let refresh: Refresh = Box::new(move || match weak.upgrade() {
+        Some(c) => {
+            prime(&config, c.raw_client());
+            true
+        }
+        None => false,
+    });
+    let mut started = false;
+    let kept = KEPT.get_or_init(|| {
+        started = true;
+        Mutex::new(Vec::new())
+    });
+    kept.lock().expect("kept clients").push(refresh);
+    if started {
+        let spawned = std::thread::Builder::new()
+            .name("msk-iam-refresh".into())
+            .spawn(move || loop {
+                let period = validity().unwrap_or(token::MAX_VALIDITY) / 4;
+                std::thread::sleep(period.max(Duration::from_secs(1)));
+                kept.lock()
+                    .expect("kept clients")
+                    .retain(|refresh| refresh());
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "no thread to refresh MSK IAM tokens of admin clients");
+        }
+    }
+}
+
 /// The token's validity: 900 s, or [`VALIDITY_ENV`].
 fn validity() -> Result<Duration, String> {
     let Ok(text) = std::env::var(VALIDITY_ENV) else {
