@@ -24,8 +24,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::kafka::MirrorContext;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
+use rdkafka::admin::{AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 
 use crate::config::values::{parse_int, parse_long, parse_short};
@@ -224,7 +223,7 @@ fn storage_topic(
     })
 }
 
-fn admin_client(admin: &Props) -> Result<std::sync::Arc<AdminClient<MirrorContext>>, ClientError> {
+fn admin_client(admin: &Props) -> Result<crate::kafka::SharedAdmin, ClientError> {
     crate::kafka::shared_admin("internal topics admin", admin)
 }
 

@@ -26,7 +26,7 @@ pub async fn list_topics(
     let role = role.to_string();
     let bootstrap_for_err = bootstrap.clone();
     let result = tokio::task::spawn_blocking(move || -> Result<TopicPartitions, ClientError> {
-        let consumer: BaseConsumer<super::MirrorContext> =
+        let consumer: super::Managed<BaseConsumer<super::MirrorContext>> =
             super::create(&config, super::MirrorContext).map_err(|e| build_error(&role, e))?;
         let metadata =
             consumer

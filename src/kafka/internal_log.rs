@@ -32,7 +32,8 @@ use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer, 
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
 use super::{
-    build_error, client_config, close_consumer, listed_offsets, ClientError, MirrorContext,
+    build_error, client_config, close_consumer, listed_offsets, ClientError, Managed,
+    MirrorContext,
 };
 use crate::config::Props;
 
@@ -308,7 +309,7 @@ where
         if let Some(wait) = fetch_wait {
             config.set("fetch.wait.max.ms", wait.as_millis().to_string());
         }
-        let c: BaseConsumer<MirrorContext> = crate::kafka::create(&config, MirrorContext)
+        let c: Managed<BaseConsumer<MirrorContext>> = crate::kafka::create(&config, MirrorContext)
             .map_err(|e| build_error(&consumer_role, e))?;
         let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
         let short_fetches = fetch_wait == Some(SHORT_FETCH_WAIT);
@@ -613,20 +614,23 @@ pub fn shared_producer(
     let key = serde_json::to_string(&identity).expect("props serialize");
     let cache = PRODUCERS.get_or_init(Default::default);
     if let Some(p) = cache.lock().expect("producer cache poisoned").get(&key) {
-        return Ok(p.clone());
+        return Ok(FutureProducer::clone(p));
     }
     let producer_role = role(topic, "producer");
-    let p: FutureProducer<MirrorContext> =
+    let p: Managed<FutureProducer<MirrorContext>> =
         crate::kafka::create(&producer_config(producer, topic)?, MirrorContext)
             .map_err(|e| build_error(&producer_role, e))?;
+    let clone = FutureProducer::clone(&p);
+    // The cache keeps the client (and its MSK IAM registration) for the process.
     cache
         .lock()
         .expect("producer cache poisoned")
-        .insert(key, p.clone());
-    Ok(p)
+        .insert(key, p);
+    Ok(clone)
 }
 
-type ProducerCache = Mutex<std::collections::HashMap<String, FutureProducer<MirrorContext>>>;
+type ProducerCache =
+    Mutex<std::collections::HashMap<String, Managed<FutureProducer<MirrorContext>>>>;
 static PRODUCERS: std::sync::OnceLock<ProducerCache> = std::sync::OnceLock::new();
 
 /// Waits until `deadline` for the records still queued in the shared producers (heartbeats,
@@ -641,7 +645,7 @@ pub fn settle_shared_producers(deadline: Instant) -> usize {
         .lock()
         .expect("producer cache poisoned")
         .values()
-        .cloned()
+        .map(|p| FutureProducer::clone(p))
         .collect();
     let mut unsettled = 0;
     for p in producers {
@@ -737,7 +741,7 @@ pub async fn partition_count(
     let config = consumer_config(props, topic)?;
     let (topic_owned, consumer_role) = (topic.to_string(), role(topic, "consumer"));
     let result = tokio::task::spawn_blocking(move || -> Result<i32, LogError> {
-        let c: BaseConsumer<MirrorContext> = crate::kafka::create(&config, MirrorContext)
+        let c: Managed<BaseConsumer<MirrorContext>> = crate::kafka::create(&config, MirrorContext)
             .map_err(|e| build_error(&consumer_role, e))?;
         let md = c.fetch_metadata(Some(&topic_owned), timeout);
         close_consumer(&c, Duration::from_secs(1));
@@ -793,7 +797,7 @@ pub async fn end_offsets_lower_bound(
     let (topic_owned, consumer_role) = (topic.to_string(), role(topic, "consumer"));
     let partitions = partitions.to_vec();
     let result = tokio::task::spawn_blocking(move || -> Result<BTreeMap<i32, i64>, LogError> {
-        let c: BaseConsumer<MirrorContext> = crate::kafka::create(&config, MirrorContext)
+        let c: Managed<BaseConsumer<MirrorContext>> = crate::kafka::create(&config, MirrorContext)
             .map_err(|e| build_error(&consumer_role, e))?;
         let err = |message: String| LogError::Request {
             topic: topic_owned.clone(),

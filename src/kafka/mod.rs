@@ -76,17 +76,56 @@ pub fn client_config(role: &str, java: &Props) -> Result<ClientConfig, ClientErr
     Ok(config)
 }
 
-/// Creates a client, as `config.create_with_context(context)` does, and hands an MSK IAM client
-/// its first token at once (see [`msk_iam`]): every client of ours is made here.
-pub fn create<T, C>(config: &ClientConfig, context: C) -> Result<T, KafkaError>
+/// A client made by [`create`]: derefs to the librdkafka client. An MSK IAM client is handed
+/// fresh tokens while it lives ([`msk_iam::register`]); the registration is dropped first (field
+/// order), so no token is handed to a client being destroyed.
+pub struct Managed<T> {
+    _registration: Option<msk_iam::Registration>,
+    client: T,
+}
+
+impl<T> Managed<T> {
+    /// The same client in another wrapper (e.g. an `Arc` to split partition queues from),
+    /// still registered.
+    pub fn map<U>(self, wrap: impl FnOnce(T) -> U) -> Managed<U> {
+        Managed {
+            _registration: self._registration,
+            client: wrap(self.client),
+        }
+    }
+}
+
+impl<T> std::ops::Deref for Managed<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.client
+    }
+}
+
+impl<T> std::ops::DerefMut for Managed<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.client
+    }
+}
+
+/// Creates a client, as `config.create_with_context(context)` does; an MSK IAM client gets its
+/// first token at once and fresh ones while it lives (see [`msk_iam`]). Every client of ours is
+/// made here.
+pub fn create<T, C>(config: &ClientConfig, context: C) -> Result<Managed<T>, KafkaError>
 where
     C: ClientContext,
     T: rdkafka::config::FromClientConfigAndContext<C> + msk_iam::HasClient,
 {
     let client = T::from_config_and_context(config, context)?;
-    msk_iam::prime(config, client.raw_client());
-    Ok(client)
+    let registration = msk_iam::register(config, client.raw_client());
+    Ok(Managed {
+        _registration: registration,
+        client,
+    })
 }
+
+/// A process-wide admin client (see [`shared_admin`]).
+pub type SharedAdmin = std::sync::Arc<Managed<rdkafka::admin::AdminClient<MirrorContext>>>;
 
 /// An admin client for these settings, shared process-wide.
 ///
@@ -94,35 +133,24 @@ where
 /// client waits for it; a slice needs several admin clients per cluster. Sharing them by
 /// identical settings removes that wait from every slice, and lets a warm Lambda container
 /// reuse connections across invocations. Admin requests are independent, so sharing is safe.
-/// An MSK IAM admin client never polls for a new token: it gets one at each reuse and from
-/// [`msk_iam::keep_fresh`] while it lives.
-pub fn shared_admin(
-    role: &str,
-    java: &Props,
-) -> Result<std::sync::Arc<rdkafka::admin::AdminClient<MirrorContext>>, ClientError> {
-    use rdkafka::admin::AdminClient;
+pub fn shared_admin(role: &str, java: &Props) -> Result<SharedAdmin, ClientError> {
     use std::collections::HashMap;
-    use std::sync::{Arc, Mutex, OnceLock};
-    type Cache = Mutex<HashMap<String, (Arc<AdminClient<MirrorContext>>, ClientConfig)>>;
-    static ADMINS: OnceLock<Cache> = OnceLock::new();
+    use std::sync::{Mutex, OnceLock};
+    static ADMINS: OnceLock<Mutex<HashMap<String, SharedAdmin>>> = OnceLock::new();
     // `client.id` carries the role (which connector, which task); it must not split the cache.
     let mut identity = java.clone();
     identity.remove("client.id");
     let key = serde_json::to_string(&identity).expect("props serialize");
     let cache = ADMINS.get_or_init(Default::default);
-    if let Some((admin, config)) = cache.lock().expect("admin cache poisoned").get(&key) {
-        msk_iam::prime(config, admin.inner());
+    if let Some(admin) = cache.lock().expect("admin cache poisoned").get(&key) {
         return Ok(admin.clone());
     }
     let config = client_config(role, java)?;
-    let admin: AdminClient<MirrorContext> =
-        create(&config, MirrorContext).map_err(|e| build_error(role, e))?;
-    let admin = Arc::new(admin);
-    msk_iam::keep_fresh(&config, &admin);
+    let admin = SharedAdmin::new(create(&config, MirrorContext).map_err(|e| build_error(role, e))?);
     cache
         .lock()
         .expect("admin cache poisoned")
-        .insert(key, (admin.clone(), config));
+        .insert(key, admin.clone());
     Ok(admin)
 }
 

@@ -146,7 +146,7 @@ pub async fn probe(
             if (config.log_level as i32) < (RDKafkaLogLevel::Info as i32) {
                 config.set_log_level(RDKafkaLogLevel::Info);
             }
-            let producer: BaseProducer<ProbeContext> =
+            let producer: crate::kafka::Managed<BaseProducer<ProbeContext>> =
                 crate::kafka::create(&config, ProbeContext::default())
                     .map_err(|e| build_error(&role, e))?;
             Ok(watch(&producer, limit))

@@ -627,7 +627,7 @@ fn first_timestamps(
         .set("enable.auto.commit", "false")
         .set("enable.partition.eof", "false")
         .set("auto.offset.reset", "error");
-    let c: BaseConsumer<crate::kafka::MirrorContext> =
+    let c: crate::kafka::Managed<BaseConsumer<crate::kafka::MirrorContext>> =
         crate::kafka::create(&config, crate::kafka::MirrorContext).ok()?;
     let mut tpl = rdkafka::TopicPartitionList::new();
     for (t, p, o) in positions {

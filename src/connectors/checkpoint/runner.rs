@@ -81,7 +81,7 @@ const SYNC_STATE: &str = "sync-group-offsets";
 /// Below this much time before the deadline, checkpoint work is not started.
 pub const MIN_BUDGET: Duration = Duration::from_secs(1);
 
-type Admin = AdminClient<MirrorContext>;
+type Admin = crate::kafka::Managed<AdminClient<MirrorContext>>;
 
 /// Where a slice's checkpoint work keeps its state and gets its leases.
 pub struct CheckpointEnv<'a> {

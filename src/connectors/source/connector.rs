@@ -45,7 +45,7 @@ use crate::kafka::ClientError;
 use crate::policy::ReplicationPolicy;
 use crate::state::StateStore;
 
-type Admin = AdminClient<MirrorContext>;
+type Admin = crate::kafka::Managed<AdminClient<MirrorContext>>;
 
 /// State-store key suffixes (after the caller's prefix, e.g. `A->B/MirrorSourceConnector`).
 const CONFIG_SYNC_STATE: &str = "topic-config-sync";

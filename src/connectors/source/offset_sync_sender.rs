@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 /// The task's offset-sync producer and the §7.5 bookkeeping that decides what it sends.
 pub struct OffsetSyncSender {
-    producer: BaseProducer<SyncContext>,
+    producer: crate::kafka::Managed<BaseProducer<SyncContext>>,
     topic: String,
     writer: OffsetSyncWriter,
     /// Deliveries reported by the producer and not yet credited to the writer's in-flight count.

@@ -264,8 +264,8 @@ pub(super) fn kafka_err(
 /// A task's clients and per-partition state for one slice.
 struct CopyLoop<'a> {
     spec: &'a SourceTaskSpec,
-    consumer: Arc<BaseConsumer<MirrorContext>>,
-    producer: BaseProducer<CopyContext>,
+    consumer: crate::kafka::Managed<Arc<BaseConsumer<MirrorContext>>>,
+    producer: crate::kafka::Managed<BaseProducer<CopyContext>>,
     tracker: Arc<Mutex<AckTracker>>,
     runs: Vec<PartitionRun>,
     /// Last offset committed (and confirmed) per partition in this slice.
@@ -360,7 +360,8 @@ impl<'a> CopyLoop<'a> {
             .collect();
         let consumer_role = format!("{task}|replication-consumer");
         let config = client_config(&consumer_role, &consumer_props(spec)).map_err(Box::new)?;
-        let consumer = crate::kafka::create(&config, MirrorContext)
+        let consumer: crate::kafka::Managed<BaseConsumer<MirrorContext>> =
+            crate::kafka::create(&config, MirrorContext)
             .map_err(|e| Box::new(build_error(&consumer_role, e)))?;
         let tracker = Arc::new(Mutex::new(AckTracker {
             partitions: (0..runs.len()).map(|_| PartitionAcks::default()).collect(),
@@ -380,7 +381,7 @@ impl<'a> CopyLoop<'a> {
         }
         Ok(CopyLoop {
             spec,
-            consumer: Arc::new(consumer),
+            consumer: consumer.map(Arc::new),
             producer,
             tracker,
             runs,
