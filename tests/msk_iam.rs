@@ -139,7 +139,12 @@ fn iam_settings(iam: &common::iam::Iam, source: &str) -> String {
 /// Every token the validator saw with the stack's key (other tests of this binary present
 /// another) is valid and ours (user agent, validity), and there were some: a client without a
 /// token could not have connected at all.
-fn assert_valid_tokens(iam: &common::iam::Iam, tokens: &mut Vec<serde_json::Value>, what: &str) {
+fn assert_valid_tokens(
+    iam: &common::iam::Iam,
+    tokens: &mut Vec<serde_json::Value>,
+    what: &str,
+    validity_secs: u64,
+) {
     tokens.retain(|t| t["access_key_id"] == iam.access_key_id.as_str());
     assert!(!tokens.is_empty(), "{what}: no token reached the listeners");
     for t in tokens {
@@ -151,7 +156,7 @@ fn assert_valid_tokens(iam: &common::iam::Iam, tokens: &mut Vec<serde_json::Valu
         );
         let agent = t["user_agent"].as_str().unwrap_or_default();
         assert!(agent.starts_with("mirrorslice/"), "{what}: {t}");
-        assert_eq!(t["expires"], 900, "{what}: {t}");
+        assert_eq!(t["expires"], validity_secs, "{what}: {t}");
     }
 }
 
@@ -190,7 +195,7 @@ async fn every_client_of_plan_run_translate_and_failover_presents_a_valid_token(
         String::from_utf8_lossy(&out.stdout)
     );
     let mut tokens = iam.tokens_since(mark);
-    assert_valid_tokens(iam, &mut tokens, "plan");
+    assert_valid_tokens(iam, &mut tokens, "plan", 900);
     assert_eq!(clusters_seen(&tokens), ["a", "b"].map(String::from).into());
 
     let mark = iam.mark();
@@ -206,7 +211,7 @@ async fn every_client_of_plan_run_translate_and_failover_presents_a_valid_token(
     let duplicates = common::assert_all_copied(&s.b, &flow.remote(&topic), 2, 300).await;
     assert_eq!(duplicates, 0);
     let mut tokens = iam.tokens_since(mark);
-    assert_valid_tokens(iam, &mut tokens, "run");
+    assert_valid_tokens(iam, &mut tokens, "run", 900);
     assert_eq!(clusters_seen(&tokens), ["a", "b"].map(String::from).into());
 
     for command in ["translate-offsets", "failover"] {
@@ -228,7 +233,7 @@ async fn every_client_of_plan_run_translate_and_failover_presents_a_valid_token(
         );
         assert_eq!(out.status.code(), Some(0), "{command}: {text}");
         let mut tokens = iam.tokens_since(mark);
-        assert_valid_tokens(iam, &mut tokens, command);
+        assert_valid_tokens(iam, &mut tokens, command, 900);
         assert!(
             clusters_seen(&tokens).contains("b"),
             "{command}: {tokens:?}"
@@ -284,4 +289,77 @@ fn a_rejected_token_fails_plan_and_run_at_once_naming_the_cluster() {
     assert!(refused
         .iter()
         .any(|t| t["access_key_id"] == "AKIAUNKNOWNTOTHEM000" && t["valid"] == false));
+}
+
+/// A slice longer than its tokens: the broker ends each session when its token expires
+/// (KIP-368), so every connection must re-authenticate with a refreshed token, and the copy
+/// only completes if all of them did. Tokens last 4 s (`MIRRORSLICE_MSK_IAM_TOKEN_SECONDS`);
+/// the copy's fetches are made to wait 1 s each (a `fetch.min.bytes` the topic never reaches)
+/// and bring one record batch, for 12 batches: the slice lasts ~12 s, three token lifetimes.
+#[tokio::test]
+async fn a_slice_longer_than_its_tokens_refreshes_them() {
+    const VALIDITY_SECS: u64 = 4;
+    const BATCHES: usize = 12;
+    let Some(iam) = common::iam::iam() else {
+        return;
+    };
+    let s = stack();
+    let flow = Flow::between(&iam.a, &iam.b, "");
+    flow.add_config(&iam_settings(iam, &flow.source));
+    flow.add_config(&format!(
+        "{a}.consumer.fetch.min.bytes = 100000000\n\
+         {a}.consumer.fetch.max.wait.ms = 1000\n\
+         {a}.consumer.max.partition.fetch.bytes = 1\n",
+        a = flow.source
+    ));
+    let topic = format!("refresh-{}", flow.source);
+    common::create_topic(&s.a, &topic, 1, &[]).await;
+    // One batch per produce call: a fetch brings at least one whole batch (KIP-74).
+    for i in 0..BATCHES {
+        common::produce(
+            &s.a,
+            &topic,
+            &[common::TestRecord::kv(0, &format!("k{i}"), "v")],
+        )
+        .await;
+    }
+    let mut env: Vec<(String, String)> = (iam.env().into_iter())
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    env.push((
+        "MIRRORSLICE_MSK_IAM_TOKEN_SECONDS".into(),
+        VALIDITY_SECS.to_string(),
+    ));
+    let env: Vec<(&str, Option<&str>)> = (env.iter())
+        .map(|(k, v)| (k.as_str(), Some(v.as_str())))
+        .collect();
+
+    let mark = iam.mark();
+    let started = Instant::now();
+    let out = run(&flow, &env);
+    let took = started.elapsed();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{report:#}\n{stderr}");
+    assert_eq!(report["slices"][0]["records"], BATCHES, "{report:#}");
+    let duplicates = common::assert_all_copied(&s.b, &flow.remote(&topic), 1, BATCHES).await;
+    assert_eq!(duplicates, 0);
+    // Otherwise the fetches did not hold the copy back and nothing here was tested.
+    assert!(
+        took > Duration::from_secs(2 * VALIDITY_SECS),
+        "the slice took {took:?}, not longer than two token lifetimes"
+    );
+    let mut tokens = iam.tokens_since(mark);
+    assert_valid_tokens(iam, &mut tokens, "run", VALIDITY_SECS);
+    // Re-authentications all along, each with a token signed within its validity.
+    let signed_at: std::collections::BTreeSet<&str> = (tokens.iter())
+        .filter(|t| t["cluster"] == "a")
+        .filter_map(|t| t["amz_date"].as_str())
+        .collect();
+    let expected = (took.as_secs() / VALIDITY_SECS) as usize;
+    assert!(
+        signed_at.len() >= expected,
+        "{} tokens for a {took:?} slice with {VALIDITY_SECS} s tokens: {signed_at:?}",
+        signed_at.len()
+    );
 }

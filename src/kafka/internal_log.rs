@@ -32,8 +32,7 @@ use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer, 
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
 use super::{
-    build_error, client_config, close_consumer, listed_offsets, ClientError, Managed,
-    MirrorContext,
+    build_error, client_config, close_consumer, listed_offsets, ClientError, Managed, MirrorContext,
 };
 use crate::config::Props;
 

@@ -2,8 +2,7 @@
 //! A+6 and B+2, validated by `infra/kafka/iam/MskIamValidator.java` against the stack's test
 //! credential and region) and the log where the validator records every token it saw.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use serde_json::Value;
@@ -67,24 +66,4 @@ pub fn iam() -> Option<&'static Iam> {
             token_log: PathBuf::from(var("MIRRORSLICE_STACK_IAM_TOKEN_LOG")),
         }
     }))
-}
-
-/// `tests/java/ClientQuota.java`: a consumer byte-rate quota for `client_id` (`None` removes
-/// it).
-pub fn set_consumer_quota(bootstrap: &str, client_id: &str, bytes_per_second: Option<u64>) {
-    let program = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/ClientQuota.java");
-    let rate = bytes_per_second.map_or("none".to_string(), |r| r.to_string());
-    let out = Command::new(super::stack_script())
-        .arg("java-exec")
-        .arg(program)
-        .args([bootstrap, client_id, &rate])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run ClientQuota.java (stack.sh java-exec)");
-    assert!(
-        out.status.success(),
-        "ClientQuota {client_id}: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
 }

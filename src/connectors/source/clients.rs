@@ -57,7 +57,9 @@ const CONSUMER_DEFAULTS: &[(&str, &str)] = &[
     // caught-up slice notices it is done (an idle slice waits on it once). Not lower: while
     // some partitions still stream, the others' broker is polled this often (at 2 ms the test
     // brokers fell behind serving acknowledged records).
-    ("fetch.wait.max.ms", "10"),
+    // Java's name: these props are Java-named until translated, so a user's
+    // `fetch.max.wait.ms` replaces this default instead of being overridden by it.
+    ("fetch.max.wait.ms", "10"),
     // With small prefetch queues (below), librdkafka's default 1 s back-off after a full queue
     // would stall the copy; retry fetching quickly instead.
     ("fetch.queue.backoff.ms", "10"),
@@ -142,4 +144,21 @@ pub(super) fn consumer_props(spec: &SourceTaskSpec) -> Props {
         .entry("group.id".into())
         .or_insert_with(|| "mirrorslice-replication".into());
     props
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_users_java_fetch_wait_wins_over_the_default() {
+        let mut user = Props::new();
+        user.insert("fetch.max.wait.ms".into(), "500".into());
+        let translated =
+            crate::kafka::client_config::translate(&with_defaults(user, CONSUMER_DEFAULTS));
+        assert_eq!(translated.unwrap().settings["fetch.wait.max.ms"], "500");
+        let defaulted = with_defaults(Props::new(), CONSUMER_DEFAULTS);
+        let translated = crate::kafka::client_config::translate(&defaulted).unwrap();
+        assert_eq!(translated.settings["fetch.wait.max.ms"], "10");
+    }
 }

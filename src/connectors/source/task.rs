@@ -362,7 +362,7 @@ impl<'a> CopyLoop<'a> {
         let config = client_config(&consumer_role, &consumer_props(spec)).map_err(Box::new)?;
         let consumer: crate::kafka::Managed<BaseConsumer<MirrorContext>> =
             crate::kafka::create(&config, MirrorContext)
-            .map_err(|e| Box::new(build_error(&consumer_role, e)))?;
+                .map_err(|e| Box::new(build_error(&consumer_role, e)))?;
         let tracker = Arc::new(Mutex::new(AckTracker {
             partitions: (0..runs.len()).map(|_| PartitionAcks::default()).collect(),
             ..Default::default()

@@ -56,7 +56,10 @@ fn registry() -> MutexGuard<'static, HashMap<u64, Registered>> {
 /// Hands `client` its first token and registers it for fresh ones; `None` if it is not an MSK
 /// IAM client. A failure to make the token is handed over too: librdkafka reports it as the
 /// client's authentication error instead of waiting for a token.
-pub fn register<C: ClientContext>(config: &ClientConfig, client: &Client<C>) -> Option<Registration> {
+pub fn register<C: ClientContext>(
+    config: &ClientConfig,
+    client: &Client<C>,
+) -> Option<Registration> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let settings = settings_of(config)?;
     let native = client.native_ptr();
