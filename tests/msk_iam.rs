@@ -121,21 +121,6 @@ fn without_a_credential_plan_and_run_fail_at_once_naming_the_cluster() {
     );
 }
 
-/// MSK IAM for every cluster of a flow: the OAUTHBEARER form at top level (both clusters) and
-/// the `AWS_MSK_IAM` form for the source cluster, which overrides it, as in MM2.
-fn iam_settings(iam: &common::iam::Iam, source: &str) -> String {
-    format!(
-        "security.protocol = SASL_SSL\n\
-         sasl.mechanism = OAUTHBEARER\n\
-         sasl.jaas.config = org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;\n\
-         sasl.login.callback.handler.class = software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler\n\
-         ssl.truststore.type = PEM\n\
-         ssl.truststore.location = {}\n{}",
-        iam.ca,
-        aws_msk_iam(source, "")
-    )
-}
-
 /// Every token the validator saw that is this test's (the stack's key, this validity: the other
 /// tests of this binary share the validator's log and use another key or validity) is valid and
 /// ours (user agent), and there were some: a client without a token could not have connected.
@@ -170,7 +155,7 @@ async fn every_client_of_plan_run_translate_and_failover_presents_a_valid_token(
     };
     let s = stack();
     let flow = Flow::between(&iam.a, &iam.b, "");
-    flow.add_config(&iam_settings(iam, &flow.source));
+    flow.add_config(&iam.settings(&flow.source));
     let topic = format!("orders-{}", flow.source);
     common::create_topic(&s.a, &topic, 2, &[]).await;
     common::produce(&s.a, &topic, &common::keyed_records(2, 300)).await;
@@ -266,7 +251,7 @@ fn a_rejected_token_fails_plan_and_run_at_once_naming_the_cluster() {
         return;
     };
     let flow = Flow::between(&iam.a, &iam.b, "");
-    flow.add_config(&iam_settings(iam, &flow.source));
+    flow.add_config(&iam.settings(&flow.source));
     // A key the listeners do not know: the other tests of this binary, which share the
     // validator's log, only look at the stack's key.
     let mut env = iam.env();
@@ -301,7 +286,7 @@ async fn a_slice_longer_than_its_tokens_refreshes_them() {
     };
     let s = stack();
     let flow = Flow::between(&iam.a, &iam.b, "");
-    flow.add_config(&iam_settings(iam, &flow.source));
+    flow.add_config(&iam.settings(&flow.source));
     flow.add_config(&format!(
         "{a}.consumer.fetch.min.bytes = 100000000\n\
          {a}.consumer.fetch.max.wait.ms = 1000\n\

@@ -174,6 +174,9 @@ pub async fn run_slice(
 ) -> Result<SliceReport, SliceError> {
     let started = Instant::now();
     let started_at = chrono::Utc::now();
+    // Clients kept from an earlier slice (a warm Lambda, thawed) hold tokens that may have
+    // expired while the process was frozen: fresh ones before anything is asked of them.
+    crate::kafka::msk_iam::refresh_all();
     let settings = SliceSettings::for_pair(mm, pair)?;
     let max = request.max_duration.unwrap_or(settings.max_duration);
     let deadline = match request.deadline {

@@ -33,6 +33,24 @@ impl Iam {
         ]
     }
 
+    /// MSK IAM for every cluster of a flow, as MSK documents it: the OAUTHBEARER form at top
+    /// level (both clusters) and the `AWS_MSK_IAM` form for `source`, which overrides it, as in
+    /// MM2; trusting the stack's CA.
+    pub fn settings(&self, source: &str) -> String {
+        format!(
+            "security.protocol = SASL_SSL\n\
+             sasl.mechanism = OAUTHBEARER\n\
+             sasl.jaas.config = org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;\n\
+             sasl.login.callback.handler.class = software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler\n\
+             ssl.truststore.type = PEM\n\
+             ssl.truststore.location = {ca}\n\
+             {source}.sasl.mechanism = AWS_MSK_IAM\n\
+             {source}.sasl.jaas.config = software.amazon.msk.auth.iam.IAMLoginModule required;\n\
+             {source}.sasl.client.callback.handler.class = software.amazon.msk.auth.iam.IAMClientCallbackHandler\n",
+            ca = self.ca
+        )
+    }
+
     /// Where the token log ends now: [`Iam::tokens_since`] reads what comes after.
     pub fn mark(&self) -> u64 {
         std::fs::metadata(&self.token_log).map_or(0, |m| m.len())

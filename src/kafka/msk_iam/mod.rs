@@ -14,7 +14,7 @@ mod refresh;
 pub mod settings;
 pub mod token;
 
-pub use refresh::{register, Registration};
+pub use refresh::{refresh_all, register, Registration};
 
 use rdkafka::client::{Client, OAuthToken};
 use rdkafka::config::ClientConfig;

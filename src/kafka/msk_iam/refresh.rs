@@ -80,15 +80,20 @@ fn start_refreshing() {
             .spawn(|| loop {
                 let period = validity().unwrap_or(super::token::MAX_VALIDITY) / 4;
                 std::thread::sleep(period.max(Duration::from_secs(1)));
-                for client in registry().values() {
-                    // SAFETY: registered, so alive (the registry lock is held).
-                    unsafe { hand_token(client.native, &client.settings) };
-                }
+                refresh_all();
             });
         if let Err(e) = spawned {
             tracing::warn!(error = %e, "no thread to refresh MSK IAM tokens");
         }
     });
+}
+
+/// Hands every registered client a fresh token now.
+pub fn refresh_all() {
+    for client in registry().values() {
+        // SAFETY: registered, so alive (the registry lock is held).
+        unsafe { hand_token(client.native, &client.settings) };
+    }
 }
 
 /// Sets a fresh token on the client, or the reason there is none.
