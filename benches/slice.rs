@@ -567,6 +567,16 @@ impl Flow {
 
     /// One slice; fails unless it exits 0 with `ok: true`.
     fn run(&self, max_duration: &str, log: &str) -> BenchResult<(Finished, Value)> {
+        self.run_with(max_duration, log, &[])
+    }
+
+    /// [`Flow::run`] with more environment.
+    fn run_with(
+        &self,
+        max_duration: &str,
+        log: &str,
+        env: &[(&str, String)],
+    ) -> BenchResult<(Finished, Value)> {
         let args = vec![
             "run".to_string(),
             self.config.display().to_string(),
@@ -576,11 +586,12 @@ impl Flow {
             max_duration.into(),
             "--json".into(),
         ];
-        let envs = [
+        let mut envs = vec![
             ("MIRRORSLICE_STATE_DIR", self.state.display().to_string()),
             ("MIRRORSLICE_LOG", log.to_string()),
             ("NO_COLOR", "1".to_string()),
         ];
+        envs.extend(env.iter().cloned());
         let f = run_measured(&mirrorslice_bin(), &args, &envs)?;
         let report: Value = serde_json::from_str(&f.stdout).map_err(|e| {
             format!(

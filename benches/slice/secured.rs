@@ -1,6 +1,6 @@
 //! **3. Secured listeners** (`MIRRORSLICE_BENCH_ONLY=secured`, Apache Kafka stack only): the
-//! same data copied from cluster A through its plaintext, TLS and SCRAM-over-TLS listeners
-//! (`stack.sh`), the three alternating `MIRRORSLICE_BENCH_TP_REPS` times, each copy deleted from
+//! same data copied from cluster A through its plaintext, TLS, SCRAM-over-TLS and MSK IAM
+//! listeners (`stack.sh`), the three alternating `MIRRORSLICE_BENCH_TP_REPS` times, each copy deleted from
 //! B right after its run; then idle slices (caught up: connect, check, commit, exit) of one
 //! flow per listener, interleaved `MIRRORSLICE_BENCH_REPS` times. Figures are medians, ratios
 //! against plaintext measured in the same run.
@@ -14,10 +14,12 @@ use super::{
     Settings,
 };
 
-/// One way to reach cluster A: a label and the source alias's settings (`{a}` is the alias).
+/// One way to reach cluster A: a label, the source alias's settings (`{a}` is the alias) and
+/// the environment its slices need (MSK IAM: the listener's credential and region).
 struct Listener {
     label: &'static str,
     settings: String,
+    env: Vec<(&'static str, String)>,
 }
 
 /// The secured listeners `stack.sh env` prints, with a SCRAM user made for this run.
@@ -32,10 +34,11 @@ fn listeners(s: &Settings) -> BenchResult<Option<Vec<Listener>>> {
         .filter_map(|l| l.strip_prefix("export ")?.split_once('='))
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let (Some(ssl), Some(sasl_ssl), Some(tls)) = (
+    let (Some(ssl), Some(sasl_ssl), Some(tls), Some(iam)) = (
         env.get("MIRRORSLICE_STACK_A_SSL"),
         env.get("MIRRORSLICE_STACK_A_SASL_SSL"),
         env.get("MIRRORSLICE_STACK_TLS_DIR"),
+        env.get("MIRRORSLICE_STACK_A_IAM"),
     ) else {
         return Ok(None);
     };
@@ -58,11 +61,13 @@ fn listeners(s: &Settings) -> BenchResult<Option<Vec<Listener>>> {
         Listener {
             label: "plaintext",
             settings: format!("{{a}}.bootstrap.servers = {}\n", s.a),
+            env: Vec::new(),
         },
         Listener {
             label: "TLS",
             settings: format!("{{a}}.bootstrap.servers = {ssl}\n{{a}}.security.protocol = SSL\n")
                 + &trust,
+            env: Vec::new(),
         },
         Listener {
             label: "SCRAM-SHA-512 over TLS",
@@ -73,9 +78,36 @@ fn listeners(s: &Settings) -> BenchResult<Option<Vec<Listener>>> {
                  {{a}}.sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule \
                  required username=\"{user}\" password=\"{password}\";\n"
             ) + &trust,
+            env: Vec::new(),
+        },
+        Listener {
+            label: IAM,
+            settings: format!(
+                "{{a}}.bootstrap.servers = {}\n\
+                 {{a}}.security.protocol = SASL_SSL\n\
+                 {{a}}.sasl.mechanism = AWS_MSK_IAM\n\
+                 {{a}}.sasl.jaas.config = software.amazon.msk.auth.iam.IAMLoginModule required;\n\
+                 {{a}}.sasl.client.callback.handler.class = \
+                 software.amazon.msk.auth.iam.IAMClientCallbackHandler\n",
+                iam
+            ) + &trust,
+            env: vec![
+                (
+                    "AWS_ACCESS_KEY_ID",
+                    env["MIRRORSLICE_STACK_IAM_ACCESS_KEY_ID"].clone(),
+                ),
+                (
+                    "AWS_SECRET_ACCESS_KEY",
+                    env["MIRRORSLICE_STACK_IAM_SECRET_ACCESS_KEY"].clone(),
+                ),
+                ("AWS_REGION", env["MIRRORSLICE_STACK_IAM_REGION"].clone()),
+                ("AWS_EC2_METADATA_DISABLED", "true".into()),
+            ],
         },
     ]))
 }
+
+const IAM: &str = "MSK IAM over TLS";
 
 /// A flow from A through `l` (later lines of the file win, so the bootstrap is replaced).
 fn flow_through(s: &Settings, topic: &str, l: &Listener) -> BenchResult<Flow> {
@@ -106,7 +138,7 @@ pub async fn secured(s: &Settings) -> BenchResult<()> {
         for l in &listeners {
             let flow = flow_through(s, &topic, l)?;
             eprintln!("secured: {} #{} → {}", l.label, rep + 1, flow.name());
-            let (f, report) = flow.run("600s", "warn")?;
+            let (f, report) = flow.run_with("600s", "warn", &l.env)?;
             let cpu = f.cpu.map_or(f64::NAN, |c| c.as_secs_f64());
             copies
                 .entry(l.label)
@@ -122,14 +154,15 @@ pub async fn secured(s: &Settings) -> BenchResult<()> {
     // Idle slices: every flow is caught up; interleaved.
     let mut idle: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for _ in 0..s.reps {
-        for (label, flow) in &idle_flows {
-            let (f, _) = flow.run("60s", "warn")?;
+        for ((label, flow), l) in idle_flows.iter().zip(&listeners) {
+            let (f, _) = flow.run_with("60s", "warn", &l.env)?;
             idle.entry(label)
                 .or_default()
                 .push(f.wall.as_secs_f64() * 1000.0);
         }
     }
     print_secured(s, &listeners, &copies, &idle);
+    tokens_per_idle_slice(&listeners, &idle_flows)?;
     let remotes: Vec<String> = idle_flows.iter().map(|(_, f)| f.remote(&topic)).collect();
     delete_topics(&s.b, &remotes).await;
     delete_topics(&s.a, &[topic]).await;
@@ -165,4 +198,17 @@ fn print_secured(
             idle_ms(l.label) / idle_ms(base),
         );
     }
+}
+
+/// How many MSK IAM tokens one idle slice signs (our debug log) and presents (one per
+/// authenticated connection).
+fn tokens_per_idle_slice(listeners: &[Listener], flows: &[(&str, Flow)]) -> BenchResult<()> {
+    let Some(((_, flow), l)) = (flows.iter().zip(listeners)).find(|((label, _), _)| *label == IAM)
+    else {
+        return Ok(());
+    };
+    let (f, _) = flow.run_with("60s", "warn,mirrorslice::kafka::msk_iam=debug", &l.env)?;
+    let signed = f.stderr.matches("MSK IAM token signed").count();
+    println!("\nMSK IAM: one idle slice signed {signed} tokens (one per client it created).");
+    Ok(())
 }
