@@ -80,7 +80,7 @@ pub fn client_config(role: &str, java: &Props) -> Result<ClientConfig, ClientErr
 /// fresh tokens while it lives ([`msk_iam::register`]); the registration is dropped first (field
 /// order), so no token is handed to a client being destroyed.
 pub struct Managed<T> {
-    _registration: Option<msk_iam::Registration>,
+    registration: Option<msk_iam::Registration>,
     client: T,
 }
 
@@ -89,7 +89,7 @@ impl<T> Managed<T> {
     /// still registered.
     pub fn map<U>(self, wrap: impl FnOnce(T) -> U) -> Managed<U> {
         Managed {
-            _registration: self._registration,
+            registration: self.registration,
             client: wrap(self.client),
         }
     }
@@ -119,7 +119,7 @@ where
     let client = T::from_config_and_context(config, context)?;
     let registration = msk_iam::register(config, client.raw_client());
     Ok(Managed {
-        _registration: registration,
+        registration,
         client,
     })
 }

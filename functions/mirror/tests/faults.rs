@@ -152,10 +152,9 @@ async fn a_stalled_target_broker_still_gets_the_response_posted_in_time() {
     let frozen = broker.freeze();
     let posted = stub.wait_posted("stalled", Duration::from_secs(45));
     let error = failed_in_time(&posted);
-    assert!(
-        error.contains("not confirmed before the slice's deadline"),
-        "{error}"
-    );
+    // Whichever wait the deadline ends (a commit's confirmation, a full producer queue), the
+    // error says so.
+    assert!(error.contains("the slice's deadline"), "{error}");
     eprintln!(
         "stalled target: failure posted {} ms before the invocation deadline: {error}",
         posted.deadline_ms - posted.at_ms,

@@ -544,9 +544,18 @@ impl<'a> CopyLoop<'a> {
                         if !self.owned_now() {
                             return Err(self.lease_lost());
                         }
+                        let remote = &self.runs[idx].remote;
+                        // Only at the deadline does a full queue end the copy (see `produce`).
+                        let what = match &e {
+                            KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull) => format!(
+                                "produce to {remote}: the producer queue stayed full up to the \
+                                 slice's deadline (the target acknowledged nothing)"
+                            ),
+                            _ => format!("produce to {remote}"),
+                        };
                         return Err(TaskError::Kafka {
                             task: spec.name.clone(),
-                            what: format!("produce to {}", self.runs[idx].remote),
+                            what,
                             source: Box::new(e),
                         });
                     }

@@ -20,7 +20,6 @@ use rdkafka::client::{Client, OAuthToken};
 use rdkafka::config::ClientConfig;
 use rdkafka::ClientContext;
 use settings::IamSettings;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// What tokens say in their `User-Agent` parameter (MSK logs it).
@@ -28,13 +27,6 @@ pub const USER_AGENT: &str = concat!("mirrorslice/", env!("CARGO_PKG_VERSION"));
 /// Overrides the token validity (`X-Amz-Expires`, seconds, 1..=900). For tests that watch
 /// tokens being refreshed; MSK's own signers always use 900.
 pub const VALIDITY_ENV: &str = "MIRRORSLICE_MSK_IAM_TOKEN_SECONDS";
-
-static SIGNED: AtomicU64 = AtomicU64::new(0);
-
-/// How many tokens this process has signed.
-pub fn tokens_signed() -> u64 {
-    SIGNED.load(Ordering::Relaxed)
-}
 
 /// The MSK IAM settings of a librdkafka config made by [`crate::kafka::client_config`].
 pub fn settings_of(config: &ClientConfig) -> Option<IamSettings> {
@@ -55,7 +47,6 @@ pub fn token_for(settings: &IamSettings) -> Result<token::Token, String> {
     if let Some(expiry) = credential.expiry() {
         t.expires_at = t.expires_at.min(expiry);
     }
-    SIGNED.fetch_add(1, Ordering::Relaxed);
     tracing::debug!(
         region = %settings.region,
         access_key_id = credential.access_key_id(),
