@@ -209,6 +209,6 @@ fn tokens_per_idle_slice(listeners: &[Listener], flows: &[(&str, Flow)]) -> Benc
     };
     let (f, _) = flow.run_with("60s", "warn,mirrorslice::kafka::msk_iam=debug", &l.env)?;
     let signed = f.stderr.matches("MSK IAM token signed").count();
-    println!("\nMSK IAM: one idle slice signed {signed} tokens (one per client it created).");
+    println!("\nMSK IAM: one idle slice signed {signed} tokens.");
     Ok(())
 }

@@ -68,7 +68,7 @@ pub fn client_config(role: &str, java: &Props) -> Result<ClientConfig, ClientErr
     }
     // A missing credential fails here, naming the client, not later as a stalled connection.
     if let Some(iam) = msk_iam::settings_of(&config) {
-        msk_iam::token_for(&iam).map_err(|message| ClientError::Iam {
+        msk_iam::check(&iam).map_err(|message| ClientError::Iam {
             role: role.to_string(),
             message,
         })?;
@@ -175,15 +175,9 @@ pub fn build_error(role: &str, source: KafkaError) -> ClientError {
 pub struct MirrorContext;
 
 impl ClientContext for MirrorContext {
-    // MSK IAM: tokens for clients that poll their main queue (the others are primed, see
-    // msk_iam). Every context of ours does the same.
-    const ENABLE_REFRESH_OAUTH_TOKEN: bool = true;
-    fn generate_oauth_token(
-        &self,
-        config: Option<&str>,
-    ) -> Result<rdkafka::client::OAuthToken, Box<dyn std::error::Error>> {
-        crate::kafka::msk_iam::generate(config)
-    }
+    // MSK IAM: librdkafka's own token requests, answered when the client polls (every client
+    // also gets tokens on a timer, see msk_iam).
+    crate::kafka::msk_iam::answer_token_requests!();
     fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
         match level {
             RDKafkaLogLevel::Emerg

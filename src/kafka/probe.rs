@@ -61,13 +61,9 @@ impl ProbeContext {
 }
 
 impl ClientContext for ProbeContext {
-    const ENABLE_REFRESH_OAUTH_TOKEN: bool = true;
-    fn generate_oauth_token(
-        &self,
-        config: Option<&str>,
-    ) -> Result<rdkafka::client::OAuthToken, Box<dyn std::error::Error>> {
-        crate::kafka::msk_iam::generate(config)
-    }
+    // MSK IAM: librdkafka's own token requests, answered when the client polls (every client
+    // also gets tokens on a timer, see msk_iam).
+    crate::kafka::msk_iam::answer_token_requests!();
     fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
         // Connection failures are logged (facility FAIL) with their cause, which the error
         // callback does not always get.

@@ -215,13 +215,9 @@ struct SyncContext {
 }
 
 impl ClientContext for SyncContext {
-    const ENABLE_REFRESH_OAUTH_TOKEN: bool = true;
-    fn generate_oauth_token(
-        &self,
-        config: Option<&str>,
-    ) -> Result<rdkafka::client::OAuthToken, Box<dyn std::error::Error>> {
-        crate::kafka::msk_iam::generate(config)
-    }
+    // MSK IAM: librdkafka's own token requests, answered when the client polls (every client
+    // also gets tokens on a timer, see msk_iam).
+    crate::kafka::msk_iam::answer_token_requests!();
     fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
         MirrorContext.log(level, fac, message)
     }

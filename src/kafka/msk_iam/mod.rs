@@ -56,10 +56,32 @@ pub fn token_for(settings: &IamSettings) -> Result<token::Token, String> {
     Ok(t)
 }
 
+/// Whether tokens can be made for `settings`: the validity setting is sound and a credential is
+/// found (and cached for the tokens to come).
+pub fn check(settings: &IamSettings) -> Result<(), String> {
+    validity()?;
+    credentials::credentials(&settings.credential, &settings.region).map(drop)
+}
+
 /// Forget every cached credential (tests that change the environment).
 pub fn forget_cached() {
     credentials::forget_all();
 }
+
+/// The MSK IAM part of a `ClientContext` impl: librdkafka's token requests answered by
+/// [`generate`]. Every client context of ours has it.
+macro_rules! answer_token_requests {
+    () => {
+        const ENABLE_REFRESH_OAUTH_TOKEN: bool = true;
+        fn generate_oauth_token(
+            &self,
+            config: Option<&str>,
+        ) -> Result<rdkafka::client::OAuthToken, Box<dyn std::error::Error>> {
+            $crate::kafka::msk_iam::generate(config)
+        }
+    };
+}
+pub(crate) use answer_token_requests;
 
 /// `generate_oauth_token` of every client context: librdkafka passes the client's
 /// `sasl.oauthbearer.config`.
