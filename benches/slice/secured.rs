@@ -217,7 +217,13 @@ fn tokens_per_idle_slice(listeners: &[Listener], flows: &[(&str, Flow)]) -> Benc
     let started = std::time::Instant::now();
     for _ in 0..rounds {
         let now = std::time::SystemTime::now();
-        token::token(&credential, "eu-west-3", now, token::MAX_VALIDITY, USER_AGENT)?;
+        token::token(
+            &credential,
+            "eu-west-3",
+            now,
+            token::MAX_VALIDITY,
+            USER_AGENT,
+        )?;
     }
     let each = started.elapsed() / rounds;
     println!("\nMSK IAM: one idle slice signed {signed} tokens; signing one takes {each:?}.");
