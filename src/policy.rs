@@ -300,12 +300,7 @@ fn java_split<'t>(s: &'t str, sep: &str) -> Vec<&'t str> {
 mod tests {
     use super::*;
 
-    fn props(pairs: &[(&str, &str)]) -> Props {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::config::props_of as props;
 
     fn default_policy() -> ReplicationPolicy {
         ReplicationPolicy::default_policy()

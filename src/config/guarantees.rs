@@ -91,12 +91,7 @@ mod tests {
         MirrorMakerConfig::new(raw).unwrap()
     }
 
-    fn props(pairs: &[(&str, &str)]) -> Props {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::config::props_of as props;
 
     #[test]
     fn acks_other_than_all_is_refused_naming_the_key_and_line() {

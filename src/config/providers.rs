@@ -432,12 +432,7 @@ fn normalize(path: &Path) -> PathBuf {
 mod tests {
     use super::*;
 
-    fn props(pairs: &[(&str, &str)]) -> Props {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::config::props_of as props;
 
     fn unique_env(name: &str, value: &str) -> String {
         let var = format!("MIRRORSLICE_TEST_{}_{}", name, std::process::id());

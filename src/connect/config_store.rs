@@ -377,12 +377,7 @@ impl ConfigStore {
 mod tests {
     use super::*;
 
-    fn props(pairs: &[(&str, &str)]) -> Props {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::config::props_of as props;
 
     fn rec(offset: i64, key: &str, value: Option<Vec<u8>>) -> LogRecord {
         LogRecord {

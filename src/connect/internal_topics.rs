@@ -529,12 +529,7 @@ pub async fn ensure_worker_topics(
 mod tests {
     use super::*;
 
-    fn props(pairs: &[(&str, &str)]) -> Props {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::config::props_of as props;
 
     // §2.12: partitions 25 / 5 / 1, replication factor 3 by default.
     #[test]

@@ -213,7 +213,7 @@ pub fn translate(java: &Props) -> Result<Translated, UnsupportedSetting> {
     Ok(out)
 }
 
-fn unsupported(key: &str, reason: &str) -> UnsupportedSetting {
+pub(crate) fn unsupported(key: &str, reason: &str) -> UnsupportedSetting {
     UnsupportedSetting {
         key: key.to_string(),
         reason: reason.to_string(),
@@ -247,7 +247,7 @@ fn unpack_jaas(key: &str, value: &str, out: &mut Translated) -> Result<(), Unsup
 
 /// An option name as an error may quote it: only when it looks like one, since a malformed
 /// option can swallow the text after it, password included.
-fn shown(name: &str) -> &str {
+pub(crate) fn shown(name: &str) -> &str {
     let plain = name.len() <= 32 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if plain {
         name
@@ -325,12 +325,7 @@ pub(crate) fn parse_jaas_options(rest: &str) -> Result<Vec<(String, String)>, St
 mod tests {
     use super::*;
 
-    fn props(pairs: &[(&str, &str)]) -> Props {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::config::props_of as props;
 
     #[test]
     fn renames_and_passes_through() {

@@ -956,12 +956,7 @@ impl InternalLog {
 mod tests {
     use super::*;
 
-    fn props(pairs: &[(&str, &str)]) -> Props {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::config::props_of as props;
 
     #[test]
     fn producer_defaults_to_acks_all_and_one_request_in_flight() {

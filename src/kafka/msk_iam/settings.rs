@@ -17,7 +17,7 @@
 //! knowing which cluster it talks to.
 
 use crate::config::Props;
-use crate::kafka::client_config::{parse_jaas_options, UnsupportedSetting};
+use crate::kafka::client_config::{parse_jaas_options, shown, unsupported, UnsupportedSetting};
 use serde::{Deserialize, Serialize};
 
 const IAM_LOGIN_MODULE: &str = "software.amazon.msk.auth.iam.IAMLoginModule";
@@ -163,16 +163,6 @@ fn credential_source(jaas: &str, expected: &str) -> Result<CredentialSource, Uns
     Ok(source)
 }
 
-/// An option name an error may quote (a malformed one could hold a value).
-fn shown(name: &str) -> &str {
-    let plain = name.len() <= 32 && name.chars().all(|c| c.is_ascii_alphanumeric());
-    if plain {
-        name
-    } else {
-        "(name not shown)"
-    }
-}
-
 /// The region of the first MSK broker host name in `bootstrap`, else `AWS_REGION`, else
 /// `AWS_DEFAULT_REGION`.
 fn region(
@@ -216,23 +206,11 @@ fn region_of_host(host: &str) -> Option<String> {
     (aws && !region.is_empty()).then(|| region.to_ascii_lowercase())
 }
 
-fn unsupported(key: &str, reason: &str) -> UnsupportedSetting {
-    UnsupportedSetting {
-        key: key.to_string(),
-        reason: reason.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn props(pairs: &[(&str, &str)]) -> Props {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::config::props_of as props;
 
     fn no_env(_: &str) -> Option<String> {
         None
