@@ -17,7 +17,7 @@
 //!   librdkafka-only tuning, e.g. `A.consumer.rdkafka.queued.max.messages.kbytes`.
 //!
 //! Everything else passes through with its own name; librdkafka rejects what it does not know,
-//! and [`crate::kafka::build_error`] names the key and the role in that message.
+//! and [`crate::kafka::create`] names the key and the role in that message.
 
 use crate::config::Props;
 

@@ -4,7 +4,7 @@
 //! timeout; an unreachable cluster is an error naming the alias and bootstrap servers, which
 //! `plan` shows instead of failing the whole command.
 
-use super::{build_error, client_config, ClientError};
+use super::{client_config, ClientError};
 use crate::config::Props;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use std::collections::BTreeMap;
@@ -27,7 +27,7 @@ pub async fn list_topics(
     let bootstrap_for_err = bootstrap.clone();
     let result = tokio::task::spawn_blocking(move || -> Result<TopicPartitions, ClientError> {
         let consumer: super::Managed<BaseConsumer<super::MirrorContext>> =
-            super::create(&config, super::MirrorContext).map_err(|e| build_error(&role, e))?;
+            super::create(&role, &config, super::MirrorContext)?;
         let metadata =
             consumer
                 .fetch_metadata(None, timeout)

@@ -31,9 +31,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer, PurgeConfig};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
-use super::{
-    build_error, client_config, close_consumer, listed_offsets, ClientError, Managed, MirrorContext,
-};
+use super::{client_config, close_consumer, listed_offsets, ClientError, Managed, MirrorContext};
 use crate::config::Props;
 
 /// Start position meaning "the log start of the partition" (Kafka's `EARLIEST` = -2).
@@ -308,8 +306,8 @@ where
         if let Some(wait) = fetch_wait {
             config.set("fetch.wait.max.ms", wait.as_millis().to_string());
         }
-        let c: Managed<BaseConsumer<MirrorContext>> = crate::kafka::create(&config, MirrorContext)
-            .map_err(|e| build_error(&consumer_role, e))?;
+        let c: Managed<BaseConsumer<MirrorContext>> =
+            crate::kafka::create(&consumer_role, &config, MirrorContext)?;
         let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
         let short_fetches = fetch_wait == Some(SHORT_FETCH_WAIT);
         let result = read_assigned(
@@ -616,9 +614,11 @@ pub fn shared_producer(
         return Ok(FutureProducer::clone(p));
     }
     let producer_role = role(topic, "producer");
-    let p: Managed<FutureProducer<MirrorContext>> =
-        crate::kafka::create(&producer_config(producer, topic)?, MirrorContext)
-            .map_err(|e| build_error(&producer_role, e))?;
+    let p: Managed<FutureProducer<MirrorContext>> = crate::kafka::create(
+        &producer_role,
+        &producer_config(producer, topic)?,
+        MirrorContext,
+    )?;
     let clone = FutureProducer::clone(&p);
     // The cache keeps the client (and its MSK IAM registration) for the process.
     cache
@@ -740,8 +740,8 @@ pub async fn partition_count(
     let config = consumer_config(props, topic)?;
     let (topic_owned, consumer_role) = (topic.to_string(), role(topic, "consumer"));
     let result = tokio::task::spawn_blocking(move || -> Result<i32, LogError> {
-        let c: Managed<BaseConsumer<MirrorContext>> = crate::kafka::create(&config, MirrorContext)
-            .map_err(|e| build_error(&consumer_role, e))?;
+        let c: Managed<BaseConsumer<MirrorContext>> =
+            crate::kafka::create(&consumer_role, &config, MirrorContext)?;
         let md = c.fetch_metadata(Some(&topic_owned), timeout);
         close_consumer(&c, Duration::from_secs(1));
         let md = md.map_err(|e| LogError::Request {
@@ -796,8 +796,8 @@ pub async fn end_offsets_lower_bound(
     let (topic_owned, consumer_role) = (topic.to_string(), role(topic, "consumer"));
     let partitions = partitions.to_vec();
     let result = tokio::task::spawn_blocking(move || -> Result<BTreeMap<i32, i64>, LogError> {
-        let c: Managed<BaseConsumer<MirrorContext>> = crate::kafka::create(&config, MirrorContext)
-            .map_err(|e| build_error(&consumer_role, e))?;
+        let c: Managed<BaseConsumer<MirrorContext>> =
+            crate::kafka::create(&consumer_role, &config, MirrorContext)?;
         let err = |message: String| LogError::Request {
             topic: topic_owned.clone(),
             what: "list end offsets",

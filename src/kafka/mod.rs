@@ -108,15 +108,19 @@ impl<T> std::ops::DerefMut for Managed<T> {
     }
 }
 
-/// Creates a client, as `config.create_with_context(context)` does; an MSK IAM client gets its
-/// first token at once and fresh ones while it lives (see [`msk_iam`]). Every client of ours is
-/// made here.
-pub fn create<T, C>(config: &ClientConfig, context: C) -> Result<Managed<T>, KafkaError>
+/// Creates the client `role`, as `config.create_with_context(context)` does; a failure names
+/// the role ([`build_error`]). An MSK IAM client gets its first token at once and fresh ones
+/// while it lives (see [`msk_iam`]). Every client of ours is made here.
+pub fn create<T, C>(
+    role: &str,
+    config: &ClientConfig,
+    context: C,
+) -> Result<Managed<T>, ClientError>
 where
     C: ClientContext,
     T: rdkafka::config::FromClientConfigAndContext<C> + msk_iam::HasClient,
 {
-    let client = T::from_config_and_context(config, context)?;
+    let client = T::from_config_and_context(config, context).map_err(|e| build_error(role, e))?;
     let registration = msk_iam::register(config, client.raw_client());
     Ok(Managed {
         registration,
@@ -146,7 +150,7 @@ pub fn shared_admin(role: &str, java: &Props) -> Result<SharedAdmin, ClientError
         return Ok(admin.clone());
     }
     let config = client_config(role, java)?;
-    let admin = SharedAdmin::new(create(&config, MirrorContext).map_err(|e| build_error(role, e))?);
+    let admin = SharedAdmin::new(create(role, &config, MirrorContext)?);
     cache
         .lock()
         .expect("admin cache poisoned")
@@ -158,7 +162,7 @@ pub fn shared_admin(role: &str, java: &Props) -> Result<SharedAdmin, ClientError
 const TERMINATION_SIGNAL: &str = "29";
 
 /// Map a client-creation failure to an error naming the role (librdkafka names the key).
-pub fn build_error(role: &str, source: KafkaError) -> ClientError {
+fn build_error(role: &str, source: KafkaError) -> ClientError {
     ClientError::Build {
         role: role.to_string(),
         source,

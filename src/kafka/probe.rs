@@ -17,7 +17,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseProducer, DeliveryResult, Producer, ProducerContext};
 use rdkafka_sys as rdsys;
 
-use super::{build_error, client_config, ClientError, MirrorContext};
+use super::{client_config, ClientError, MirrorContext};
 use crate::config::Props;
 
 /// How long each metadata request waits before the error callback is looked at again.
@@ -143,8 +143,7 @@ pub async fn probe(
                 config.set_log_level(RDKafkaLogLevel::Info);
             }
             let producer: crate::kafka::Managed<BaseProducer<ProbeContext>> =
-                crate::kafka::create(&config, ProbeContext::default())
-                    .map_err(|e| build_error(&role, e))?;
+                crate::kafka::create(&role, &config, ProbeContext::default())?;
             Ok(watch(&producer, limit))
         })
         .await

@@ -631,7 +631,7 @@ fn first_timestamps(
         .set("enable.partition.eof", "false")
         .set("auto.offset.reset", "error");
     let c: crate::kafka::Managed<BaseConsumer<crate::kafka::MirrorContext>> =
-        crate::kafka::create(&config, crate::kafka::MirrorContext).ok()?;
+        crate::kafka::create(role, &config, crate::kafka::MirrorContext).ok()?;
     let mut tpl = rdkafka::TopicPartitionList::new();
     for (t, p, o) in positions {
         let offset = o.map_or(rdkafka::Offset::Beginning, rdkafka::Offset::Offset);

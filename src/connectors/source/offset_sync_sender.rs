@@ -16,7 +16,7 @@
 
 use super::offset_sync_writer::OffsetSyncWriter;
 use crate::config::Props;
-use crate::kafka::{build_error, client_config, ClientError, MirrorContext};
+use crate::kafka::{client_config, ClientError, MirrorContext};
 use crate::wire::offset_sync::OffsetSync;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{
@@ -58,8 +58,7 @@ impl OffsetSyncSender {
             completed: completed.clone(),
             end: end.clone(),
         };
-        let producer = crate::kafka::create(&client_config(role, &props)?, context)
-            .map_err(|e| build_error(role, e))?;
+        let producer = crate::kafka::create(role, &client_config(role, &props)?, context)?;
         Ok(OffsetSyncSender {
             producer,
             topic: topic.to_string(),

@@ -43,9 +43,7 @@ use super::position::{
 };
 pub use super::position::{Gap, GapPolicy, ResetPolicy};
 use crate::config::Props;
-use crate::kafka::{
-    build_error, client_config, close_consumer, listed_offsets, ClientError, MirrorContext,
-};
+use crate::kafka::{client_config, close_consumer, listed_offsets, ClientError, MirrorContext};
 use rdkafka::consumer::base_consumer::PartitionQueue;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -361,8 +359,7 @@ impl<'a> CopyLoop<'a> {
         let consumer_role = format!("{task}|replication-consumer");
         let config = client_config(&consumer_role, &consumer_props(spec)).map_err(Box::new)?;
         let consumer: crate::kafka::Managed<BaseConsumer<MirrorContext>> =
-            crate::kafka::create(&config, MirrorContext)
-                .map_err(|e| Box::new(build_error(&consumer_role, e)))?;
+            crate::kafka::create(&consumer_role, &config, MirrorContext).map_err(Box::new)?;
         let tracker = Arc::new(Mutex::new(AckTracker {
             partitions: (0..runs.len()).map(|_| PartitionAcks::default()).collect(),
             ..Default::default()
@@ -372,8 +369,7 @@ impl<'a> CopyLoop<'a> {
         let context = CopyContext {
             tracker: tracker.clone(),
         };
-        let producer = crate::kafka::create(&config, context)
-            .map_err(|e| Box::new(build_error(&producer_role, e)))?;
+        let producer = crate::kafka::create(&producer_role, &config, context).map_err(Box::new)?;
         if let Some((props, topic)) = &spec.offset_syncs {
             let role = format!("{task}|offset-syncs-producer");
             let sender = OffsetSyncSender::new(&role, props, topic, spec.offset_lag_max);
