@@ -11,6 +11,7 @@
 //! does before the client itself.
 
 use super::settings::IamSettings;
+use super::token::Token;
 use super::{millis, principal, settings_of, token_for, validity};
 use rdkafka::client::Client;
 use rdkafka::config::ClientConfig;
@@ -64,7 +65,7 @@ pub fn register<C: ClientContext>(
     let settings = settings_of(config)?;
     let native = client.native_ptr();
     // SAFETY: the client is alive: the caller holds it.
-    unsafe { hand_token(native, &settings) };
+    unsafe { hand_token(native, &token_for(&settings), &settings) };
     start_refreshing();
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
     registry().insert(id, Registered { native, settings });
@@ -88,23 +89,37 @@ fn start_refreshing() {
     });
 }
 
-/// Hands every registered client a fresh token now.
+/// Hands every registered client a fresh token now: one token per cluster's settings, signed
+/// before the registry is locked, so a credential fetched meanwhile (STS, instance metadata)
+/// never holds up a client being created or destroyed.
 pub fn refresh_all() {
+    let registered: Vec<IamSettings> = registry().values().map(|c| c.settings.clone()).collect();
+    let mut tokens: Vec<(IamSettings, Result<Token, String>)> = Vec::new();
+    for settings in registered {
+        if !tokens.iter().any(|(s, _)| *s == settings) {
+            let token = token_for(&settings);
+            tokens.push((settings, token));
+        }
+    }
     for client in registry().values() {
+        // Registered after the signing: handed its own token then.
+        let Some((_, token)) = tokens.iter().find(|(s, _)| *s == client.settings) else {
+            continue;
+        };
         // SAFETY: registered, so alive (the registry lock is held).
-        unsafe { hand_token(client.native, &client.settings) };
+        unsafe { hand_token(client.native, token, &client.settings) };
     }
 }
 
-/// Sets a fresh token on the client, or the reason there is none.
+/// Sets `token` on the client, or the reason there is none.
 ///
 /// # Safety
 /// `native` must be a live librdkafka client.
-unsafe fn hand_token(native: *mut RDKafka, settings: &IamSettings) {
+unsafe fn hand_token(native: *mut RDKafka, token: &Result<Token, String>, settings: &IamSettings) {
     let mut err = [0 as std::os::raw::c_char; 512];
-    match token_for(settings) {
+    match token {
         Ok(t) => {
-            let value = CString::new(t.value).expect("base64 has no NUL");
+            let value = CString::new(t.value.as_str()).expect("base64 has no NUL");
             let principal = CString::new(principal(settings)).unwrap_or_default();
             // librdkafka copies the strings.
             let code = rdkafka_sys::rd_kafka_oauthbearer_set_token(
