@@ -30,7 +30,8 @@
 //! * `MIRRORSLICE_BENCH_TP_REPS` (3) — how many times the pipe and the one-task slice alternate
 //!   in the throughput measurement (ratios are medians);
 //! * `MIRRORSLICE_BENCH_ONLY` = `throughput` | `startup` | `secured` (Apache Kafka stack only:
-//!   see `benches/slice/secured.rs`);
+//!   see `benches/slice/secured.rs`) | `matrix` (issue #14's grid of record sizes, partition
+//!   counts, compression and `tasks.max`, not part of a full run: see `benches/slice/matrix.rs`);
 //! * `MIRRORSLICE_BENCH_BIN` — measure another `mirrorslice` build (e.g. before a change)
 //!   against the same baselines;
 //! * `MIRRORSLICE_BENCH_CONSUMER`, `MIRRORSLICE_BENCH_PRODUCER` (both `none`: skipped), e.g.
@@ -93,6 +94,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+#[path = "slice/matrix.rs"]
+mod matrix;
 #[path = "slice/secured.rs"]
 mod secured;
 
@@ -180,6 +183,7 @@ fn main() {
 // Settings, stack, helpers
 // ---------------------------------------------------------------------------------------------
 
+#[derive(Clone)]
 struct Settings {
     records: u64,
     size: usize,
@@ -341,24 +345,26 @@ async fn delete_topics(bootstrap: &str, topics: &[String]) {
 
 /// One producer per cluster for the whole run: a new idempotent producer waits ~0.5 s for its
 /// producer id, which would dominate producing one record per partition before each slice.
-fn seed_producer(bootstrap: &str) -> BenchResult<&'static BaseProducer> {
+fn seed_producer(bootstrap: &str, compression: &str) -> BenchResult<&'static BaseProducer> {
     use std::sync::{Mutex, OnceLock};
     static PRODUCERS: OnceLock<Mutex<BTreeMap<String, &'static BaseProducer>>> = OnceLock::new();
     let mut map = PRODUCERS
         .get_or_init(Default::default)
         .lock()
         .expect("producers lock");
-    if let Some(p) = map.get(bootstrap) {
+    let id = format!("{bootstrap} {compression}");
+    if let Some(p) = map.get(&id) {
         return Ok(p);
     }
     let p: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("linger.ms", "10")
         .set("enable.idempotence", "true")
+        .set("compression.type", compression)
         .create()
         .map_err(|e| format!("seed producer: {e}"))?;
     let p: &'static BaseProducer = Box::leak(Box::new(p));
-    map.insert(bootstrap.to_string(), p);
+    map.insert(id, p);
     Ok(p)
 }
 
@@ -372,16 +378,40 @@ fn produce(
     size: usize,
     tag: &str,
 ) -> BenchResult<()> {
-    let producer = seed_producer(bootstrap)?;
-    let value = vec![b'x'; size];
+    produce_compressed(
+        bootstrap,
+        topic,
+        partitions,
+        per_partition,
+        size,
+        tag,
+        "none",
+    )
+}
+
+/// [`produce`], in batches compressed with `compression` (librdkafka's `compression.type`).
+/// Values are hex digits from a pseudo-random stream (about 2:1 compressible, like text)
+/// rather than one repeated byte, which would compress a hundredfold.
+fn produce_compressed(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    per_partition: u64,
+    size: usize,
+    tag: &str,
+    compression: &str,
+) -> BenchResult<()> {
+    let producer = seed_producer(bootstrap, compression)?;
+    let values = hex_stream(size + 64 * 1024);
     let total = per_partition * partitions as u64;
     for i in 0..total {
         let partition = (i % partitions as u64) as i32;
         let key = format!("{tag}-{partition}-{}", i / partitions as u64);
+        let at = (i as usize * 7919) % (values.len() - size);
         let mut record = BaseRecord::to(topic)
             .partition(partition)
             .key(key.as_bytes())
-            .payload(value.as_slice())
+            .payload(&values[at..at + size])
             .timestamp(chrono::Utc::now().timestamp_millis())
             .headers(OwnedHeaders::new().insert(Header {
                 key: "seed",
@@ -402,6 +432,19 @@ fn produce(
     producer
         .flush(Duration::from_secs(300))
         .map_err(|e| format!("seed {topic}: flush: {e}"))
+}
+
+/// `len` hex digits from a fixed xorshift stream.
+fn hex_stream(len: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            b"0123456789abcdef"[(x & 15) as usize]
+        })
+        .collect()
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -733,8 +776,6 @@ async fn throughput_set(
     records: u64,
     set: &SettingsSet,
 ) -> BenchResult<()> {
-    let mut rows: Vec<(Runner, ThroughputRow)> = Vec::new();
-    let (mut a_topics, mut b_topics) = (Vec::new(), Vec::new());
     // The pipe and one task alternate `reps` times, so drift of the shared 2-core machine or of
     // the brokers hits both alike; each run's copy is deleted right after it, so no run writes
     // into a fuller broker than another.
@@ -747,19 +788,36 @@ async fn throughput_set(
         Runner::PipePartitionQueues,
         Runner::Pipe,
     ]);
+    let rows = run_plan(s, topic, records, set, &plan).await?;
+    print_throughput(s, records, set, &rows);
+    Ok(())
+}
+
+fn joined(kv: &[(String, String)]) -> String {
+    kv.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Copies `topic` (`records` records) from A to B once per entry of `plan`, in order, and
+/// checks every copy is complete; each copy is deleted from B right after its run.
+async fn run_plan(
+    s: &Settings,
+    topic: &str,
+    records: u64,
+    set: &SettingsSet,
+    plan: &[Runner],
+) -> BenchResult<Vec<(Runner, ThroughputRow)>> {
+    let mut rows: Vec<(Runner, ThroughputRow)> = Vec::new();
+    let (mut a_topics, mut b_topics) = (Vec::new(), Vec::new());
     let mut run_no: BTreeMap<String, usize> = BTreeMap::new();
     let mut numbered = |label: String| {
         let n = run_no.entry(label.clone()).or_default();
         *n += 1;
         format!("{label} #{n}")
     };
-    let joined = |kv: &[(String, String)]| {
-        kv.iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(",")
-    };
-    for runner in plan {
+    for &runner in plan {
         let copy_topic;
         let row = match runner {
             Runner::Pipe | Runner::PipePartitionQueues => {
@@ -860,7 +918,19 @@ async fn throughput_set(
         delete_topics(&s.b, &[copy_topic]).await;
         rows.push((runner, row));
     }
+    delete_topics(&s.a, &a_topics).await;
+    delete_topics(&s.b, &b_topics).await;
+    Ok(rows)
+}
 
+/// The throughput table of one settings set, and each `tasks.max`'s verdict against #14's
+/// goals.
+fn print_throughput(
+    s: &Settings,
+    records: u64,
+    set: &SettingsSet,
+    rows: &[(Runner, ThroughputRow)],
+) {
     let pipes: Vec<&ThroughputRow> = rows
         .iter()
         .filter(|(r, _)| *r == Runner::Pipe)
@@ -907,7 +977,7 @@ async fn throughput_set(
             .map(|k| format!("{:.1} MiB", k as f64 / 1024.0))
             .unwrap_or_else(|| "?".into())
     };
-    for (_, r) in &rows {
+    for (_, r) in rows {
         println!(
             "{:<42} {:>8.2} {:>7.1} {:>10.0} {:>6.2} {:>8.2} {:>10.0} {:>6.2} {:>7} {:>6} {:>10}",
             r.label,
@@ -977,9 +1047,6 @@ async fn throughput_set(
         },
         load()
     );
-    delete_topics(&s.a, &a_topics).await;
-    delete_topics(&s.b, &b_topics).await;
-    Ok(())
 }
 
 fn verdict(ok: bool) -> &'static str {
@@ -1753,6 +1820,9 @@ async fn bench_main() -> BenchResult<()> {
     }
     if only.is_none() || only == Some("startup") {
         startup(&s).await?;
+    }
+    if only == Some("matrix") {
+        matrix::matrix(&s).await?;
     }
     if only.is_none() || only == Some("secured") {
         secured::secured(&s).await?;

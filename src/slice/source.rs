@@ -17,7 +17,9 @@ use crate::connect::status_store::{StatusStore, StatusUpdate};
 use crate::connectors::source::connector::{
     run_source_connector_phase, ConnectorPhaseOutcome, SyncRun,
 };
-use crate::connectors::source::task::{run_source_task, SourceTaskSpec, TaskMemory, TaskOutcome};
+use crate::connectors::source::task::{
+    producer_props, run_source_task_on, DataProducer, SourceTaskSpec, TaskMemory, TaskOutcome,
+};
 use crate::lease::{
     connector_key, task_key, HeldLease, LeaseError, LeaseInfo, LeaseStore, LeaseTiming,
 };
@@ -117,11 +119,14 @@ impl SourceSlice<'_> {
             }
         };
         let memory = TaskMemory::share(won.len());
+        let producer = self.data_producer(&clients);
         let mut running = tokio::task::JoinSet::new();
         for task in won {
-            let run = self.task_run(task, &outcome, &topics, &clients, memory);
+            let run = self.task_run(task, &outcome, &topics, &clients, memory, &producer);
             running.spawn(run.run(status.clone(), self.status(State::Running, None), t0));
         }
+        // The last task to end drops the producer, on its blocking thread.
+        drop(producer);
         phase_done(t0, "tasks started");
         let syncs_end = self
             .collect_tasks(running, &status, &mut releases, report, t0)
@@ -306,6 +311,7 @@ impl SourceSlice<'_> {
         topics: &WorkerTopics,
         clients: &WorkerClients,
         memory: TaskMemory,
+        producer: &SharedProducer,
     ) -> TaskRun {
         let (flow, cfg, id) = (self.flow(), &self.configs.source, task.id);
         let partitions = &outcome.task_partitions[id as usize];
@@ -364,7 +370,18 @@ impl SourceSlice<'_> {
             store,
             source_alias: self.pair.source.clone(),
             deadline: self.deadline,
+            producer: producer.clone(),
         }
+    }
+
+    /// The data producer the slice's tasks share (one per target cluster). A failure to create
+    /// it fails every task, naming it.
+    fn data_producer(&self, clients: &WorkerClients) -> SharedProducer {
+        let props = task_producer_props(&clients.producer, &self.configs.source.common.props);
+        let role = format!("{}|{CONNECTOR}|replication-producer", self.flow());
+        DataProducer::open(&role, &producer_props(&props))
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
     }
 
     /// Step 5: as each task ends, its final status and slice report go to the status topic,
@@ -424,7 +441,11 @@ struct TaskRun {
     source_alias: String,
     /// The task has committed by then ([`SourceSlice::deadline`]).
     deadline: Instant,
+    producer: SharedProducer,
 }
+
+/// The slice's data producer, or why it could not be created.
+type SharedProducer = Result<Arc<DataProducer>, String>;
 
 /// A task that ran: its lease goes back once its status is written.
 struct FinishedTask {
@@ -449,6 +470,7 @@ impl TaskRun {
             mut store,
             source_alias,
             deadline,
+            producer,
         } = self;
         let finished = |lease| FinishedTask { id, token, lease };
         let source_partitions: Vec<SourcePartition> = spec
@@ -496,7 +518,10 @@ impl TaskRun {
             spec.topic_ids.clone(),
         );
         let copied = tokio::task::spawn_blocking(move || {
-            let outcome = run_source_task(&spec, &mut hooks);
+            let outcome = match &producer {
+                Ok(producer) => run_source_task_on(&spec, producer, &mut hooks),
+                Err(e) => TaskOutcome::empty(Some(e.clone())),
+            };
             hooks.save_hint();
             outcome
         });

@@ -2,13 +2,52 @@
 //! until its delivery report, and a partition's committable offset advances only over a
 //! contiguous run of acknowledged records (mm2-compat §7.6), so a failed or outstanding record
 //! is never committed past. The producer's delivery callback ([`CopyContext`]) feeds it.
+//!
+//! A slice's tasks share one data producer: each task registers its tracker with the
+//! producer's context and tags every record with a [`RecordTag`] (its slot, the partition, a
+//! sequence number), which the delivery callback uses to find the record again — no allocation
+//! per record, and no search for it.
 
 use crate::kafka::MirrorContext;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{DeliveryResult, ProducerContext};
 use rdkafka::{ClientContext, Message};
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// Which record a delivery report is about, packed into the pointer-sized opaque librdkafka
+/// carries with each record (so nothing is allocated per record): the task's slot in the
+/// producer's registry, the partition's index in the task, and the record's sequence number in
+/// that partition (wrapping: fewer than 2^32 records are ever in flight on one partition).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct RecordTag {
+    pub(super) slot: usize,
+    pub(super) idx: usize,
+    pub(super) seq: u32,
+}
+
+const SEQ_BITS: u32 = 32;
+const IDX_BITS: u32 = 20;
+/// Tasks one data producer serves at once.
+pub(super) const MAX_TASKS: usize = 1 << (usize::BITS - SEQ_BITS - IDX_BITS);
+/// Partitions one task copies.
+pub(super) const MAX_PARTITIONS: usize = 1 << IDX_BITS;
+const _: () = assert!(usize::BITS == 64, "RecordTag packs 64 bits into a usize");
+
+impl RecordTag {
+    pub(super) fn pack(self) -> usize {
+        debug_assert!(self.slot < MAX_TASKS && self.idx < MAX_PARTITIONS);
+        (self.slot << (SEQ_BITS + IDX_BITS)) | (self.idx << SEQ_BITS) | self.seq as usize
+    }
+
+    pub(super) fn unpack(packed: usize) -> Self {
+        RecordTag {
+            slot: packed >> (SEQ_BITS + IDX_BITS),
+            idx: (packed >> SEQ_BITS) & (MAX_PARTITIONS - 1),
+            seq: packed as u32,
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum AckState {
@@ -31,6 +70,9 @@ pub(super) struct InFlight {
 pub(super) struct PartitionAcks {
     /// Sent, not yet retired records, in send order.
     pub(super) in_flight: VecDeque<InFlight>,
+    /// Sequence number of `in_flight[0]`, and of the next record sent.
+    front_seq: u32,
+    next_seq: u32,
     /// Last upstream offset whose record and all earlier ones were acknowledged.
     pub(super) committable: Option<i64>,
     pub(super) failure: Option<(i64, String)>,
@@ -50,35 +92,55 @@ pub(super) struct AckTracker {
     pub(super) outstanding: usize,
     /// Bytes acknowledged in all partitions (the commit cadence's byte bound reads it).
     pub(super) acked_bytes: u64,
+    /// Records of this task purged from the producer's queue before the end of the copy (a
+    /// shared producer is purged when any of its tasks loses its lease): each leaves a hole
+    /// that no later acknowledgement can commit past.
+    pub(super) purged: u64,
 }
 
 impl AckTracker {
-    pub(super) fn sent(&mut self, idx: usize, upstream: i64, size: u64, timestamp: Option<i64>) {
-        self.partitions[idx].in_flight.push_back(InFlight {
+    /// Tracks a record about to be handed to the producer; returns its sequence number.
+    pub(super) fn sent(
+        &mut self,
+        idx: usize,
+        upstream: i64,
+        size: u64,
+        timestamp: Option<i64>,
+    ) -> u32 {
+        let p = &mut self.partitions[idx];
+        p.in_flight.push_back(InFlight {
             upstream,
             state: AckState::Pending,
             size,
             timestamp,
         });
+        let seq = p.next_seq;
+        p.next_seq = seq.wrapping_add(1);
         self.outstanding += 1;
+        seq
     }
 
     /// A record was purged unsent: it stays pending (never committed past), but no longer
     /// counts as outstanding.
     pub(super) fn purged(&mut self) {
         self.outstanding = self.outstanding.saturating_sub(1);
+        self.purged += 1;
     }
 
-    pub(super) fn completed(&mut self, idx: usize, upstream: i64, result: Result<i64, String>) {
+    /// The delivery report of record `seq` of partition `idx`: `Ok` with its offset on the
+    /// target, or the reason it failed.
+    pub(super) fn completed(&mut self, idx: usize, seq: u32, result: Result<i64, String>) {
         self.outstanding = self.outstanding.saturating_sub(1);
         let p = &mut self.partitions[idx];
-        // Reports usually arrive in send order, so the entry is at or near the front.
-        if let Some(entry) = p.in_flight.iter_mut().find(|r| r.upstream == upstream) {
-            entry.state = match &result {
-                Ok(down) => AckState::Acked(*down),
-                Err(_) => AckState::Failed,
-            };
-        }
+        let at = seq.wrapping_sub(p.front_seq) as usize;
+        let Some(entry) = p.in_flight.get_mut(at) else {
+            return; // not in flight (cannot happen: each record is reported once)
+        };
+        entry.state = match &result {
+            Ok(down) => AckState::Acked(*down),
+            Err(_) => AckState::Failed,
+        };
+        let upstream = entry.upstream;
         if let Err(reason) = result {
             if p.failure.is_none() {
                 p.failure = Some((upstream, reason));
@@ -92,6 +154,7 @@ impl AckTracker {
         }) = p.in_flight.front().copied()
         {
             p.in_flight.pop_front();
+            p.front_seq = p.front_seq.wrapping_add(1);
             p.committable = Some(up);
             p.acked_records += 1;
             p.acked_bytes += size;
@@ -105,8 +168,44 @@ impl AckTracker {
     }
 }
 
+/// The data producer's context: the trackers of the tasks it serves, by slot, and the delivery
+/// callback that hands each report to its task's tracker.
+#[derive(Default)]
 pub(super) struct CopyContext {
-    pub(super) tracker: Arc<Mutex<AckTracker>>,
+    trackers: RwLock<Vec<Option<Arc<Mutex<AckTracker>>>>>,
+}
+
+impl CopyContext {
+    /// Registers a task's tracker; returns its slot, or `None` when [`MAX_TASKS`] are
+    /// registered already.
+    pub(super) fn register(&self, tracker: Arc<Mutex<AckTracker>>) -> Option<usize> {
+        let mut trackers = self.trackers.write().expect("tracker registry poisoned");
+        let slot = match trackers.iter().position(Option::is_none) {
+            Some(free) => free,
+            None if trackers.len() < MAX_TASKS => {
+                trackers.push(None);
+                trackers.len() - 1
+            }
+            None => return None,
+        };
+        trackers[slot] = Some(tracker);
+        Some(slot)
+    }
+
+    /// The task in `slot` is done: reports still to come for its records are dropped.
+    pub(super) fn unregister(&self, slot: usize) {
+        let mut trackers = self.trackers.write().expect("tracker registry poisoned");
+        if let Some(entry) = trackers.get_mut(slot) {
+            *entry = None;
+        }
+    }
+
+    fn with_tracker(&self, slot: usize, f: impl FnOnce(&mut AckTracker)) {
+        let trackers = self.trackers.read().expect("tracker registry poisoned");
+        if let Some(Some(tracker)) = trackers.get(slot) {
+            f(&mut tracker.lock().expect("ack tracker poisoned"));
+        }
+    }
 }
 
 impl ClientContext for CopyContext {
@@ -121,14 +220,12 @@ impl ClientContext for CopyContext {
     }
 }
 
-/// Delivery opaque: which partition (by index) and which upstream offset.
-pub(super) type SentRecord = Box<(usize, i64)>;
-
 impl ProducerContext for CopyContext {
-    type DeliveryOpaque = SentRecord;
+    /// A packed [`RecordTag`].
+    type DeliveryOpaque = usize;
 
-    fn delivery(&self, result: &DeliveryResult<'_>, opaque: SentRecord) {
-        let (idx, upstream) = *opaque;
+    fn delivery(&self, result: &DeliveryResult<'_>, opaque: usize) {
+        let tag = RecordTag::unpack(opaque);
         let outcome = match result {
             Ok(msg) => Ok(msg.offset()),
             Err((
@@ -137,18 +234,15 @@ impl ProducerContext for CopyContext {
                 ),
                 _,
             )) => {
-                // Purged at the slice's end: not delivered, and not a failure either. The
-                // record stays unacknowledged, so the committed offset stops before it and the
-                // next slice copies it.
-                self.tracker.lock().expect("ack tracker poisoned").purged();
+                // Purged at the slice's end (or as a lease was lost): not delivered, and not a
+                // failure either. The record stays unacknowledged, so the committed offset
+                // stops before it and the next slice copies it.
+                self.with_tracker(tag.slot, AckTracker::purged);
                 return;
             }
             Err((e, _)) => Err(e.to_string()),
         };
-        self.tracker
-            .lock()
-            .expect("ack tracker poisoned")
-            .completed(idx, upstream, outcome);
+        self.with_tracker(tag.slot, |t| t.completed(tag.idx, tag.seq, outcome));
     }
 }
 
@@ -169,21 +263,23 @@ mod tests {
         for up in 10..15 {
             t.sent(0, up, 1, None);
         }
-        t.completed(0, 11, Ok(101));
+        // Sequence numbers count from 0: record `up` is `seq(up)`.
+        let seq = |up: i64| (up - 10) as u32;
+        t.completed(0, seq(11), Ok(101));
         assert_eq!(t.partitions[0].committable, None, "10 still outstanding");
-        t.completed(0, 10, Ok(100));
+        t.completed(0, seq(10), Ok(100));
         assert_eq!(t.partitions[0].committable, Some(11));
         assert_eq!(t.acknowledged, vec![(0, 10, 100), (0, 11, 101)]);
-        t.completed(0, 13, Ok(103));
+        t.completed(0, seq(13), Ok(103));
         assert_eq!(t.partitions[0].committable, Some(11));
-        t.completed(0, 12, Err("broker down".into()));
+        t.completed(0, seq(12), Err("broker down".into()));
         assert_eq!(
             t.partitions[0].committable,
             Some(11),
             "never commit past a failed record"
         );
         assert_eq!(t.partitions[0].failure, Some((12, "broker down".into())));
-        t.completed(0, 14, Ok(104));
+        t.completed(0, seq(14), Ok(104));
         assert_eq!(t.partitions[0].committable, Some(11));
         assert_eq!(t.outstanding, 0);
     }
@@ -196,5 +292,67 @@ mod tests {
         t.completed(1, 0, Ok(7));
         assert_eq!(t.partitions[1].committable, Some(0));
         assert_eq!(t.partitions[0].committable, None);
+    }
+
+    #[test]
+    fn a_record_tag_survives_the_opaque_at_every_bound() {
+        for tag in [
+            RecordTag {
+                slot: 0,
+                idx: 0,
+                seq: 0,
+            },
+            RecordTag {
+                slot: MAX_TASKS - 1,
+                idx: MAX_PARTITIONS - 1,
+                seq: u32::MAX,
+            },
+            RecordTag {
+                slot: 3,
+                idx: 70_000,
+                seq: 123_456_789,
+            },
+        ] {
+            assert_eq!(RecordTag::unpack(tag.pack()), tag);
+        }
+    }
+
+    #[test]
+    fn sequence_numbers_find_records_across_the_wrap() {
+        let mut t = tracker(1);
+        t.partitions[0].front_seq = u32::MAX - 1;
+        t.partitions[0].next_seq = u32::MAX - 1;
+        let seqs: Vec<u32> = (100..104).map(|up| t.sent(0, up, 1, None)).collect();
+        assert_eq!(seqs, vec![u32::MAX - 1, u32::MAX, 0, 1]);
+        t.completed(0, 0, Ok(2));
+        t.completed(0, u32::MAX, Ok(1));
+        assert_eq!(t.partitions[0].committable, None, "100 still outstanding");
+        t.completed(0, u32::MAX - 1, Ok(0));
+        assert_eq!(t.partitions[0].committable, Some(102));
+        t.completed(0, 1, Ok(3));
+        assert_eq!(t.partitions[0].committable, Some(103));
+        assert_eq!(t.partitions[0].front_seq, 2);
+    }
+
+    #[test]
+    fn reports_reach_the_task_in_their_slot_and_none_after_it_left() {
+        let ctx = CopyContext::default();
+        let (a, b) = (
+            Arc::new(Mutex::new(tracker(1))),
+            Arc::new(Mutex::new(tracker(1))),
+        );
+        let slot_a = ctx.register(a.clone()).unwrap();
+        let slot_b = ctx.register(b.clone()).unwrap();
+        assert_ne!(slot_a, slot_b);
+        let seq = b.lock().unwrap().sent(0, 42, 1, None);
+        a.lock().unwrap().sent(0, 7, 1, None);
+        ctx.with_tracker(slot_b, |t| t.completed(0, seq, Ok(5)));
+        assert_eq!(b.lock().unwrap().partitions[0].committable, Some(42));
+        assert_eq!(a.lock().unwrap().partitions[0].committable, None);
+        ctx.unregister(slot_a);
+        ctx.with_tracker(slot_a, |t| t.completed(0, 0, Ok(1)));
+        assert_eq!(a.lock().unwrap().outstanding, 1, "a late report is dropped");
+        let again = ctx.register(Arc::new(Mutex::new(tracker(1)))).unwrap();
+        assert_eq!(again, slot_a, "a freed slot is reused");
     }
 }

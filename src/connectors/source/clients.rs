@@ -1,20 +1,19 @@
-//! The task's Kafka clients: the settings we choose for the replication consumer and the data
-//! producer, and how a slice's memory budget is split between them.
+//! The source tasks' Kafka clients: the settings we choose for the replication consumer and
+//! the data producer, and how a slice's memory budget is split between them.
 
 use super::task::SourceTaskSpec;
 use crate::config::Props;
 
-/// How much of a slice's memory one task's clients may use for records in flight.
+/// How much of a slice's memory one task's consumer may use for prefetched records.
 ///
 /// Prefetched and queued records are most of a slice's memory, and a slice's memory is what an
 /// invocation is sized and billed by — so the budget belongs to the process, not the task: the
-/// tasks a slice runs side by side split it ([`TaskMemory::share`]).
+/// tasks a slice runs side by side split it ([`TaskMemory::share`]). The producer queue is the
+/// slice's one data producer's, whatever the number of tasks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TaskMemory {
     /// Consumer prefetch, KiB, split again across the task's partitions.
     pub prefetch_kb: usize,
-    /// Producer queue (`queue.buffering.max.kbytes`), KiB.
-    pub producer_queue_kb: usize,
 }
 
 impl TaskMemory {
@@ -23,7 +22,6 @@ impl TaskMemory {
         let tasks = tasks.max(1);
         TaskMemory {
             prefetch_kb: SLICE_PREFETCH_BUDGET_KB / tasks,
-            producer_queue_kb: (SLICE_PRODUCER_QUEUE_KB / tasks).max(PRODUCER_QUEUE_MIN_KB),
         }
     }
 }
@@ -85,11 +83,10 @@ const CONSUMER_DEFAULTS: &[(&str, &str)] = &[
 /// overrides (e.g. for a high-latency link).
 const SLICE_PREFETCH_BUDGET_KB: usize = 2 * 1024;
 const CONSUMER_PREFETCH_MIN_KB: usize = 64;
-/// Records waiting for delivery (librdkafka's copies), for all of a slice's producers. 4 MiB
-/// keeps the broker busy at loopback speed for one task; 2 MiB measured 10 % slower, 8 MiB
-/// only used 10 MiB more memory. A task's producer gets at least the floor.
+/// Records waiting for delivery (librdkafka's copies) in the slice's data producer, which all
+/// its tasks share. 4 MiB keeps the broker busy at loopback speed; 2 MiB measured 10 % slower,
+/// 8 MiB only used 10 MiB more memory.
 const SLICE_PRODUCER_QUEUE_KB: usize = 4 * 1024;
-const PRODUCER_QUEUE_MIN_KB: usize = 512;
 /// Producer defaults, used unless the user set the key (`<target>.producer.*`).
 const PRODUCER_DEFAULTS: &[(&str, &str)] = &[
     // Connect's defaults for a source task's producer (mm2-compat §2.4): order per partition
@@ -101,10 +98,10 @@ const PRODUCER_DEFAULTS: &[(&str, &str)] = &[
     ("linger.ms", "5"),
 ];
 
-/// The data producer's settings: the user's, then [`PRODUCER_DEFAULTS`], then the task's share
-/// of the queue budget unless the user sized the queue (`buffer.memory` or librdkafka's key).
-pub(super) fn producer_props(spec: &SourceTaskSpec) -> Props {
-    let mut props = with_defaults(spec.producer.clone(), PRODUCER_DEFAULTS);
+/// The data producer's settings: the user's (`producer`), then [`PRODUCER_DEFAULTS`], then the
+/// slice's queue budget unless the user sized the queue (`buffer.memory` or librdkafka's key).
+pub fn producer_props(producer: &Props) -> Props {
+    let mut props = with_defaults(producer.clone(), PRODUCER_DEFAULTS);
     let sized = [
         "buffer.memory",
         "queue.buffering.max.kbytes",
@@ -115,7 +112,7 @@ pub(super) fn producer_props(spec: &SourceTaskSpec) -> Props {
     if !sized {
         props.insert(
             "queue.buffering.max.kbytes".into(),
-            spec.memory.producer_queue_kb.to_string(),
+            SLICE_PRODUCER_QUEUE_KB.to_string(),
         );
     }
     props

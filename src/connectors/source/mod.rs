@@ -3,6 +3,7 @@
 mod acks;
 mod clients;
 pub mod connector;
+mod data_producer;
 pub mod offset_sync_sender;
 pub mod offset_sync_writer;
 mod position;

@@ -33,9 +33,11 @@
 //! With [`GapPolicy::Fail`] (default) the task stops and the slice fails; with
 //! [`GapPolicy::Skip`] the partition jumps to the log start and the gap is still reported.
 
-use super::acks::{AckTracker, CopyContext, PartitionAcks, SentRecord};
-pub use super::clients::TaskMemory;
-use super::clients::{consumer_props, producer_props};
+use super::acks::{AckTracker, PartitionAcks};
+use super::clients::consumer_props;
+pub use super::clients::{producer_props, TaskMemory};
+pub use super::data_producer::DataProducer;
+use super::data_producer::{TaskSlot, TopicHandle};
 use super::offset_sync_sender::OffsetSyncSender;
 use super::position::{
     apply_gap, confirm_at_end, out_of_range_gap, position_of, position_partitions, silent_gap,
@@ -47,8 +49,8 @@ use crate::kafka::{client_config, close_consumer, listed_offsets, ClientError, M
 use rdkafka::consumer::base_consumer::PartitionQueue;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{BorrowedMessage, Header, Headers, OwnedHeaders};
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer, PurgeConfig};
+use rdkafka::message::BorrowedMessage;
+use rdkafka::producer::{Producer, PurgeConfig};
 use rdkafka::{Message, Offset, Timestamp, TopicPartitionList};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -226,12 +228,27 @@ impl TaskOutcome {
     }
 }
 
-/// Run one task for one slice. Blocking: call it from a blocking thread.
+/// Run one task for one slice, alone: with a data producer of its own. Blocking: call it from
+/// a blocking thread.
 pub fn run_source_task(spec: &SourceTaskSpec, hooks: &mut dyn TaskHooks) -> TaskOutcome {
+    let role = format!("{}|replication-producer", spec.name);
+    match DataProducer::open(&role, &producer_props(&spec.producer)) {
+        Ok(producer) => run_source_task_on(spec, &producer, hooks),
+        Err(e) => TaskOutcome::empty(Some(TaskError::Client(Box::new(e)).to_string())),
+    }
+}
+
+/// Run one task for one slice, sending its records through the slice's data `producer`
+/// (shared with the slice's other tasks). Blocking: call it from a blocking thread.
+pub fn run_source_task_on(
+    spec: &SourceTaskSpec,
+    producer: &DataProducer,
+    hooks: &mut dyn TaskHooks,
+) -> TaskOutcome {
     let mut outcome = TaskOutcome::empty(None);
     // Created by `copy` beside the other clients; read here so every way out reports it.
     let mut syncs: Option<OffsetSyncSender> = None;
-    if let Err(e) = copy(spec, hooks, &mut syncs, &mut outcome) {
+    if let Err(e) = copy(spec, producer, hooks, &mut syncs, &mut outcome) {
         outcome.error = Some(e.to_string());
     }
     if let Some(s) = &syncs {
@@ -263,9 +280,12 @@ pub(super) fn kafka_err(
 struct CopyLoop<'a> {
     spec: &'a SourceTaskSpec,
     consumer: crate::kafka::Managed<Arc<BaseConsumer<MirrorContext>>>,
-    producer: crate::kafka::Managed<BaseProducer<CopyContext>>,
+    /// This task's registration with the slice's data producer.
+    slot: TaskSlot<'a>,
     tracker: Arc<Mutex<AckTracker>>,
     runs: Vec<PartitionRun>,
+    /// Each run's remote topic, as the producer's handle.
+    topics: Vec<Arc<TopicHandle>>,
     /// Last offset committed (and confirmed) per partition in this slice.
     committed: BTreeMap<TopicPartition, i64>,
     /// When the last commit was started, and the bytes acknowledged by then.
@@ -306,8 +326,12 @@ const SYNC_PROMOTION_INTERVAL: Duration = Duration::from_secs(1);
 /// Records taken from one partition queue per turn before moving to the next partition.
 const BURST: usize = 512;
 
+/// How long one poll of the data producer may block while a task waits for its deliveries.
+const FLUSH_POLL: Duration = Duration::from_millis(10);
+
 fn copy(
     spec: &SourceTaskSpec,
+    producer: &DataProducer,
     hooks: &mut dyn TaskHooks,
     syncs: &mut Option<OffsetSyncSender>,
     outcome: &mut TaskOutcome,
@@ -315,7 +339,7 @@ fn copy(
     if spec.partitions.is_empty() {
         return Ok(());
     }
-    let mut task = CopyLoop::open(spec, syncs)?;
+    let mut task = CopyLoop::open(spec, producer, syncs)?;
     let positioned = position_partitions(spec, &task.consumer, &mut task.runs, &mut outcome.gaps);
     let assignment = positioned.inspect_err(|_| outcome.partitions = task.reports())?;
     let (queues, wake) = task.split_queues()?;
@@ -341,10 +365,11 @@ fn copy(
 }
 
 impl<'a> CopyLoop<'a> {
-    /// Creates the replication consumer, the data producer and, when offset syncs are
-    /// enabled, the offset-sync sender.
+    /// Creates the replication consumer and, when offset syncs are enabled, the offset-sync
+    /// sender; registers with the data producer.
     fn open(
         spec: &'a SourceTaskSpec,
+        producer: &'a DataProducer,
         syncs: &mut Option<OffsetSyncSender>,
     ) -> Result<Self, TaskError> {
         let task = spec.name.as_str();
@@ -364,12 +389,12 @@ impl<'a> CopyLoop<'a> {
             partitions: (0..runs.len()).map(|_| PartitionAcks::default()).collect(),
             ..Default::default()
         }));
-        let producer_role = format!("{task}|replication-producer");
-        let config = client_config(&producer_role, &producer_props(spec)).map_err(Box::new)?;
-        let context = CopyContext {
-            tracker: tracker.clone(),
-        };
-        let producer = crate::kafka::create(&producer_role, &config, context).map_err(Box::new)?;
+        let slot = (producer.register(tracker.clone(), runs.len()))
+            .map_err(|e| TaskError::Config(format!("{task}: {e}")))?;
+        let topics = (runs.iter())
+            .map(|run| producer.topic(&run.remote))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(kafka_err(task, "open the remote topics"))?;
         if let Some((props, topic)) = &spec.offset_syncs {
             let role = format!("{task}|offset-syncs-producer");
             let sender = OffsetSyncSender::new(&role, props, topic, spec.offset_lag_max);
@@ -378,9 +403,10 @@ impl<'a> CopyLoop<'a> {
         Ok(CopyLoop {
             spec,
             consumer: consumer.map(Arc::new),
-            producer,
+            slot,
             tracker,
             runs,
+            topics,
             committed: BTreeMap::new(),
             last_commit: Instant::now(),
             acked_at_commit: 0,
@@ -451,6 +477,12 @@ impl<'a> CopyLoop<'a> {
             if let Some(failure) = first_failure(&spec.name, &self.tracker, &self.runs) {
                 return Ok(Stop::Failed(failure));
             }
+            if self.tracker.lock().expect("ack tracker poisoned").purged > 0 {
+                // Another task of the slice lost its lease and purged the shared producer:
+                // nothing copied after the hole can be committed, so stop and commit up to it.
+                tracing::warn!(task = %spec.name, "records purged from the shared producer; stopping early");
+                return Ok(Stop::Done);
+            }
             if self.commit_due() {
                 self.check_owner(hooks)?;
                 let promote = self.promotion_due();
@@ -486,7 +518,7 @@ impl<'a> CopyLoop<'a> {
             }
             None => {}
         }
-        self.producer.poll(Duration::ZERO);
+        self.slot.producer().client().poll(Duration::ZERO);
 
         let mut progressed = false;
         for (idx, queue) in queues.iter().enumerate() {
@@ -527,7 +559,8 @@ impl<'a> CopyLoop<'a> {
             match event {
                 Ok(msg) => {
                     let sent = forward(
-                        &self.producer,
+                        &self.slot,
+                        &self.topics[idx],
                         run,
                         idx,
                         &msg,
@@ -706,25 +739,37 @@ impl<'a> CopyLoop<'a> {
         result
     }
 
-    /// Waits for the data producer's deliveries until the flush deadline (or the lease's end).
+    /// Waits for this task's deliveries until the flush deadline (or the lease's end). The
+    /// producer is shared, so this polls it until the task's own records are all reported
+    /// instead of flushing it: other tasks may still be sending.
     fn flush_records(&mut self, hooks: &mut dyn TaskHooks) {
+        let client = self.slot.producer().client();
         let mut limit = WaitLimit::new(self.owned_until, self.spec.flush_deadline);
         let flushed = loop {
-            let budget = limit.until().saturating_duration_since(Instant::now());
-            match self.producer.flush(budget) {
-                Ok(()) => break Ok(()),
-                Err(e) if limit.reached(hooks) => break Err(e),
-                Err(_) => {}
+            if self
+                .tracker
+                .lock()
+                .expect("ack tracker poisoned")
+                .outstanding
+                == 0
+            {
+                break true;
             }
+            if limit.reached(hooks) {
+                break false;
+            }
+            let budget = limit.until().saturating_duration_since(Instant::now());
+            client.poll(budget.min(FLUSH_POLL));
         };
         self.owned_until = limit.owned_until;
-        if let Err(e) = flushed {
+        if !flushed {
             // Out of time: drop what librdkafka has not sent yet, so those records cannot land
             // after the commit and be copied again by the next slice. Requests already in
             // flight may still succeed; they are the only possible duplicates (at-least-once).
-            tracing::warn!(task = %self.spec.name, error = %e, "producer flush incomplete; purging unsent records, which the next slice replicates");
-            self.producer.purge(PurgeConfig::default().queue());
-            self.producer.poll(Duration::from_millis(100));
+            // The slice's other tasks are at the same deadline (or their own lease's end).
+            tracing::warn!(task = %self.spec.name, "producer flush incomplete; purging unsent records, which the next slice replicates");
+            client.purge(PurgeConfig::default().queue());
+            client.poll(Duration::from_millis(100));
         }
     }
 
@@ -819,10 +864,14 @@ impl<'a> CopyLoop<'a> {
     /// The lease is lost: drop every record and offset sync not yet delivered (the new owner
     /// copies them from our last commit), so nothing of ours lands after this point but
     /// requests already on the wire.
+    ///
+    /// The data producer is the slice's: its other tasks lose their queued records too. Those
+    /// stay unacknowledged (never committed past), and each of those tasks stops copying as
+    /// soon as it sees the hole (see [`CopyLoop::run`]).
     fn abandon(&self, syncs: Option<&mut OffsetSyncSender>) {
-        self.producer
-            .purge(PurgeConfig::default().queue().inflight());
-        self.producer.poll(Duration::ZERO);
+        let client = self.slot.producer().client();
+        client.purge(PurgeConfig::default().queue().inflight());
+        client.poll(Duration::ZERO);
         if let Some(s) = syncs {
             s.purge();
         }
@@ -864,8 +913,10 @@ fn wait_for_data(wake: &Wake, stop_at: Instant) {
 /// Produce one consumed record to the same partition of the remote topic, byte for byte. A
 /// full producer queue is waited out until `limit` is reached (the flush deadline, or the
 /// lease's end) and no longer: then the record is never handed over, and stays uncommitted.
+#[allow(clippy::too_many_arguments)]
 fn forward(
-    producer: &BaseProducer<CopyContext>,
+    slot: &TaskSlot<'_>,
+    topic: &TopicHandle,
     run: &mut PartitionRun,
     idx: usize,
     msg: &BorrowedMessage<'_>,
@@ -874,59 +925,28 @@ fn forward(
     hooks: &mut dyn TaskHooks,
 ) -> Result<(), KafkaError> {
     let upstream = msg.offset();
-    let headers = msg.headers().map(|hs| {
-        let mut owned = OwnedHeaders::new_with_capacity(hs.count());
-        for h in hs.iter() {
-            owned = owned.insert(Header {
-                key: h.key,
-                value: h.value,
-            });
-        }
-        owned
-    });
     let timestamp = match msg.timestamp() {
         Timestamp::CreateTime(t) | Timestamp::LogAppendTime(t) if t >= 0 => Some(t),
         _ => None,
     };
-    let key = msg.key();
-    let payload = msg.payload();
-    let size = (key.map_or(0, |k| k.len()) + payload.map_or(0, |p| p.len())) as u64;
-
-    tracker
-        .lock()
-        .expect("ack tracker poisoned")
-        .sent(idx, upstream, size, timestamp);
-    let mut record: BaseRecord<'_, [u8], [u8], SentRecord> =
-        BaseRecord::with_opaque_to(&run.remote, Box::new((idx, upstream))).partition(run.tp.1);
-    if let Some(k) = key {
-        record = record.key(k);
-    }
-    if let Some(p) = payload {
-        record = record.payload(p);
-    }
-    if let Some(h) = headers {
-        record = record.headers(h);
-    }
-    if let Some(t) = timestamp {
-        record = record.timestamp(t);
-    }
+    let size = (msg.key_len() + msg.payload_len()) as u64;
+    let seq = (tracker.lock().expect("ack tracker poisoned")).sent(idx, upstream, size, timestamp);
     loop {
-        match producer.send(record) {
+        match slot.send(topic, run.tp.1, msg, timestamp, idx, seq) {
             Ok(()) => break,
-            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+            Err(RDKafkaErrorCode::QueueFull) => {
                 if limit.reached(hooks) {
                     tracker.lock().expect("ack tracker poisoned").purged();
                     return Err(KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull));
                 }
                 // Back-pressure: let deliveries drain, then retry the same record.
-                record = back;
-                producer.poll(Duration::from_millis(5));
+                slot.producer().client().poll(Duration::from_millis(5));
             }
-            Err((e, back)) => {
+            Err(code) => {
                 // Never sent: forget it so it cannot block the committable offset.
-                let (idx, up) = *back.delivery_opaque;
+                let e = KafkaError::MessageProduction(code);
                 let mut t = tracker.lock().expect("ack tracker poisoned");
-                t.completed(idx, up, Err(e.to_string()));
+                t.completed(idx, seq, Err(e.to_string()));
                 return Err(e);
             }
         }

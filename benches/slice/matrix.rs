@@ -1,0 +1,225 @@
+//! **4. Throughput matrix** (`MIRRORSLICE_BENCH_ONLY=matrix`, issue #14): `mirrorslice run`
+//! against the bare pipe over record sizes, partition counts, compressed source topics and
+//! `tasks.max`. Each case seeds its own source topic, then runs the pipe and every `tasks.max`
+//! of the case in turn, `MIRRORSLICE_BENCH_TP_REPS` times (so drift hits all alike); figures are
+//! medians, ratios against the pipe's median in the same case.
+//!
+//! Cases (`MIRRORSLICE_BENCH_RECORDS` 512 B records' worth of bytes each, 1M by default: equal
+//! bytes whatever the record size):
+//! * 512 B over 8 partitions: `tasks.max` 1, 2 and 8;
+//! * 512 B over 64 partitions, 100 B and 10 KiB over 8, and 512 B in lz4- and in
+//!   zstd-compressed source batches: `tasks.max` 1 and 8.
+//!
+//! Reported per run kind: MB/s and records/s (the tool's own timer), the ratio to the pipe,
+//! the highest peak RSS, CPU seconds per GB copied; and a verdict against #14's goals for
+//! 512 B (≥ 1.0× the pipe, RSS ≤ 48 MiB with one task and ≤ 64 MiB with eight, CPU per GB at
+//! most the pipe's).
+
+use super::{
+    create_topic, delete_topics, load, median, produce_compressed, run_plan, unique, verdict,
+    BenchResult, Runner, Settings, SettingsSet, ThroughputRow,
+};
+use std::time::Instant;
+
+struct Case {
+    label: &'static str,
+    partitions: i32,
+    size: usize,
+    compression: &'static str,
+    tasks: &'static [u32],
+}
+
+const CASES: &[Case] = &[
+    Case {
+        label: "512 B, 8 partitions",
+        partitions: 8,
+        size: 512,
+        compression: "none",
+        tasks: &[1, 2, 8],
+    },
+    Case {
+        label: "512 B, 64 partitions",
+        partitions: 64,
+        size: 512,
+        compression: "none",
+        tasks: &[1, 8],
+    },
+    Case {
+        label: "100 B, 8 partitions",
+        partitions: 8,
+        size: 100,
+        compression: "none",
+        tasks: &[1, 8],
+    },
+    Case {
+        label: "10 KiB, 8 partitions",
+        partitions: 8,
+        size: 10 * 1024,
+        compression: "none",
+        tasks: &[1, 8],
+    },
+    Case {
+        label: "512 B, 8 partitions, lz4 source",
+        partitions: 8,
+        size: 512,
+        compression: "lz4",
+        tasks: &[1, 8],
+    },
+    Case {
+        label: "512 B, 8 partitions, zstd source",
+        partitions: 8,
+        size: 512,
+        compression: "zstd",
+        tasks: &[1, 8],
+    },
+];
+
+/// Medians of one kind of run in one case.
+struct Figures {
+    mbps: f64,
+    rps: f64,
+    ratio: f64,
+    peak_rss_mib: Option<f64>,
+    cpu_s_per_gb: Option<f64>,
+}
+
+fn figures(runs: &[&ThroughputRow], pipe_mbps: f64) -> Figures {
+    let mbps = median(&runs.iter().map(|r| r.mbps(r.own)).collect::<Vec<_>>());
+    let cpu: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| Some(r.cpu?.as_secs_f64() / (r.bytes as f64 / 1e9)))
+        .collect();
+    Figures {
+        mbps,
+        rps: median(&runs.iter().map(|r| r.rps(r.own)).collect::<Vec<_>>()),
+        ratio: mbps / pipe_mbps,
+        peak_rss_mib: runs
+            .iter()
+            .filter_map(|r| r.rss_kib)
+            .max()
+            .map(|k| k as f64 / 1024.0),
+        cpu_s_per_gb: (!cpu.is_empty()).then(|| median(&cpu)),
+    }
+}
+
+pub(super) async fn matrix(s: &Settings) -> BenchResult<()> {
+    let defaults = SettingsSet {
+        name: "the task's defaults (PRODUCER_DEFAULTS, CONSUMER_DEFAULTS)",
+        consumer: Vec::new(),
+        producer: Vec::new(),
+    };
+    let mut lines = Vec::new();
+    for case in CASES {
+        let records = (s.records * 512 / case.size as u64).max(case.partitions as u64);
+        let per_partition = records.div_ceil(case.partitions as u64);
+        let records = per_partition * case.partitions as u64;
+        let cs = Settings {
+            size: case.size,
+            partitions: case.partitions,
+            records,
+            ..s.clone()
+        };
+        let topic = unique("benchmx-");
+        create_topic(&s.a, &topic, case.partitions).await?;
+        let t = Instant::now();
+        produce_compressed(
+            &s.a,
+            &topic,
+            case.partitions,
+            per_partition,
+            case.size,
+            "key",
+            case.compression,
+        )?;
+        eprintln!(
+            "matrix: {}: seeded {records} records into {topic} in {:.1?}",
+            case.label,
+            t.elapsed()
+        );
+        let mut plan = Vec::new();
+        for _ in 0..s.tp_reps {
+            plan.push(Runner::Pipe);
+            plan.extend(
+                case.tasks
+                    .iter()
+                    .map(|&tasks| Runner::Mirrorslice { tasks }),
+            );
+        }
+        let rows = run_plan(&cs, &topic, records, &defaults, &plan).await?;
+        delete_topics(&s.a, &[topic]).await;
+        let kind = |want: Runner| -> Vec<&ThroughputRow> {
+            rows.iter()
+                .filter(|(r, _)| *r == want)
+                .map(|(_, row)| row)
+                .collect()
+        };
+        let pipe_mbps = median(
+            &kind(Runner::Pipe)
+                .iter()
+                .map(|r| r.mbps(r.own))
+                .collect::<Vec<_>>(),
+        );
+        let pipe = figures(&kind(Runner::Pipe), pipe_mbps);
+        lines.push((case, "pipe".to_string(), None, pipe));
+        for &tasks in case.tasks {
+            let f = figures(&kind(Runner::Mirrorslice { tasks }), pipe_mbps);
+            lines.push((case, format!("tasks.max={tasks}"), Some(tasks), f));
+        }
+    }
+    print_matrix(s, &lines);
+    Ok(())
+}
+
+type Line<'c> = (&'c Case, String, Option<u32>, Figures);
+
+fn print_matrix(s: &Settings, lines: &[Line<'_>]) {
+    let opt =
+        |v: Option<f64>, digits: usize| v.map_or("?".to_string(), |v| format!("{v:.digits$}"));
+    println!();
+    println!(
+        "== 4. Throughput matrix (issue #14): medians of {} runs; MB = 10^6 bytes of key+value; own timers ==",
+        s.tp_reps
+    );
+    println!(
+        "{:<34} {:<12} {:>7} {:>10} {:>6} {:>9} {:>9} {:>6}",
+        "case", "run", "MB/s", "records/s", "×pipe", "peak MiB", "CPU s/GB", "×pipe"
+    );
+    let mut pipe_cpu = None;
+    let mut verdicts = Vec::new();
+    for (case, run, tasks, f) in lines {
+        if tasks.is_none() {
+            pipe_cpu = f.cpu_s_per_gb;
+        }
+        let cpu_ratio = f.cpu_s_per_gb.zip(pipe_cpu).map(|(c, p)| c / p);
+        println!(
+            "{:<34} {:<12} {:>7.1} {:>10.0} {:>6.2} {:>9} {:>9} {:>6}",
+            case.label,
+            run,
+            f.mbps,
+            f.rps,
+            f.ratio,
+            opt(f.peak_rss_mib, 1),
+            opt(f.cpu_s_per_gb, 2),
+            opt(cpu_ratio, 2)
+        );
+        if let (Some(tasks @ (1 | 8)), 512, 8, "none") =
+            (*tasks, case.size, case.partitions, case.compression)
+        {
+            let rss_goal = if tasks == 1 { 48.0 } else { 64.0 };
+            verdicts.push(format!(
+                "   tasks.max={tasks}: {:.2}× the pipe (goal ≥ 1.0: {}); peak RSS {} MiB (goal ≤ {rss_goal}: {}); CPU {}× the pipe's per GB (goal ≤ 1.0: {})",
+                f.ratio,
+                verdict(f.ratio >= 1.0),
+                opt(f.peak_rss_mib, 1),
+                f.peak_rss_mib.map_or("?", |m| verdict(m <= rss_goal)),
+                opt(cpu_ratio, 2),
+                cpu_ratio.map_or("?", |r| verdict(r <= 1.0)),
+            ));
+        }
+    }
+    println!("goals at 512 B, 8 partitions:");
+    for v in verdicts {
+        println!("{v}");
+    }
+    println!("   load average now {}", load());
+}
