@@ -3,12 +3,12 @@
 
 mod common;
 
-use common::faults::Watermarks;
+use common::faults::{PrivateServer, Watermarks};
 use common::TestRecord;
 use mirrorslice::config::Props;
 use mirrorslice::connectors::source::task::{
-    run_source_task, GapPolicy, SourceTaskSpec, TaskError, TaskHooks, TaskMemory, TaskOutcome,
-    TopicPartition,
+    producer_props, run_source_task, run_source_task_on, DataProducer, GapPolicy, SourceTaskSpec,
+    TaskError, TaskHooks, TaskMemory, TaskOutcome, TopicPartition,
 };
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -517,4 +517,100 @@ async fn a_fast_copy_commits_after_every_mib_whatever_the_interval() {
         "a commit covers more than ~6 MiB: {covered:?}"
     );
     assert_eq!(covered.last(), Some(&40_000));
+}
+
+// The slice's tasks share one data producer. A task that loses its lease purges that producer
+// (so nothing of its own lands later), which drops the records other tasks had queued too:
+// those stay unacknowledged, so no task may commit past them, and the next slice copies them.
+// The target is frozen while both tasks queue their records, so every one of them is still
+// queued or in flight when the purge comes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_purge_of_the_shared_producer_is_never_committed_past() {
+    let stack = common::stack();
+    let target = PrivateServer::broker();
+    let source = common::unique("task-shared");
+    let remote = format!("A.{source}");
+    common::create_topic(&stack.a, &source, 2, &[]).await;
+    common::create_topic(&target.bootstrap(), &remote, 2, &[]).await;
+    let data = common::keyed_records(2, 2_000);
+    common::produce(&stack.a, &source, &data).await;
+
+    let task_spec = |partition: i32, name: &str| {
+        let mut s = spec(&source, &remote, 2, &BTreeMap::new());
+        s.name = format!("A->B|MirrorSourceConnector-{name}");
+        s.partitions = vec![(source.clone(), partition)];
+        s.producer = props(&[("bootstrap.servers", &target.bootstrap())]);
+        s.flush_deadline = Instant::now() + Duration::from_secs(15);
+        s.memory = TaskMemory::share(2);
+        s
+    };
+    let (lost, kept) = (task_spec(0, "0"), task_spec(1, "1"));
+    let producer =
+        Arc::new(DataProducer::open("shared-producer", &producer_props(&lost.producer)).unwrap());
+    let frozen = target.freeze();
+    let run = |s: SourceTaskSpec, mut hooks: MemoryHooks| {
+        let producer = producer.clone();
+        tokio::task::spawn_blocking(move || (run_source_task_on(&s, &producer, &mut hooks), hooks))
+    };
+    let keeper = run(kept, MemoryHooks::default());
+    let loser = run(
+        lost,
+        MemoryHooks {
+            lease_ends_at: Some(Instant::now() + Duration::from_secs(2)),
+            ..Default::default()
+        },
+    );
+    let (lost_outcome, lost_hooks) = loser.await.unwrap();
+    frozen.thaw();
+    let (kept_outcome, kept_hooks) = keeper.await.unwrap();
+
+    let error = lost_outcome
+        .error
+        .expect("the task whose lease ended stops");
+    assert!(error.contains("lease lost"), "{error}");
+    assert_eq!(lost_hooks.commits, 0);
+    assert_eq!(kept_outcome.error, None, "{kept_outcome:?}");
+    assert!(
+        !kept_outcome.caught_up,
+        "its records were purged: {kept_outcome:?}"
+    );
+    assert_eq!(
+        kept_outcome.records, 0,
+        "nothing acknowledged: {kept_outcome:?}"
+    );
+    assert!(
+        kept_hooks.offsets.is_empty(),
+        "a commit past purged records: {:?}",
+        kept_hooks.offsets
+    );
+
+    // The next slice copies the kept task's partition from its (empty) position: all of it.
+    let mut s = task_spec(1, "1");
+    s.stop_at = Instant::now() + Duration::from_secs(20);
+    s.flush_deadline = s.stop_at + Duration::from_secs(10);
+    let (outcome, _) = tokio::task::spawn_blocking(move || {
+        let mut hooks = MemoryHooks::default();
+        (run_source_task(&s, &mut hooks), hooks)
+    })
+    .await
+    .unwrap();
+    assert!(outcome.caught_up, "{outcome:?}");
+    let copied = common::consume_all(&target.bootstrap(), &remote, 2).await;
+    let mut firsts: Vec<usize> = Vec::new();
+    for r in copied.iter().filter(|r| r.partition == 1) {
+        let key = String::from_utf8(r.key.clone().expect("keyed record")).unwrap();
+        let i: usize = key.trim_start_matches('k').parse().expect("key k<i>");
+        if !firsts.contains(&i) {
+            firsts.push(i);
+        }
+    }
+    assert_eq!(
+        firsts.len(),
+        1_000,
+        "every record of partition 1 on the target"
+    );
+    assert!(
+        firsts.windows(2).all(|w| w[0] < w[1]),
+        "first copies in source order"
+    );
 }

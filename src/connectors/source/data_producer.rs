@@ -5,14 +5,15 @@
 //! Records are handed to librdkafka with `rd_kafka_produceva` on a topic handle taken once per
 //! remote topic: rdkafka's `BaseProducer::send` allocates a C string for the topic name on
 //! every record, and librdkafka then looks the topic up by that name (a lock and a hash
-//! lookup), and a boxed opaque would be one more allocation. What remains per record is
-//! librdkafka's own copy of the record (and of its headers).
+//! lookup), and a boxed opaque would be one more allocation. A record's headers are detached
+//! from the consumed record and handed over as they are, not copied. What remains per record
+//! is librdkafka's own copy of the key and value.
 
 use super::acks::{AckTracker, CopyContext, RecordTag, MAX_PARTITIONS};
+use super::partition_queue::FetchedMessage;
 use crate::config::Props;
 use crate::kafka::{client_config, ClientError, Managed};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::BorrowedMessage;
 use rdkafka::producer::{BaseProducer, Producer};
 use rdkafka_sys as rdsys;
 use rdkafka_sys::types::RDKafkaRespErr;
@@ -100,14 +101,17 @@ impl TaskSlot<'_> {
         self.producer
     }
 
-    /// Hands a copy of the consumed record `msg` to the producer: same key, value, headers and
-    /// `timestamp` (`None`: the producer's clock), to `partition` of `topic`, tagged with
-    /// partition `idx` of this task and sequence number `seq`. librdkafka copies the bytes.
+    /// Hands a copy of the consumed record `msg` to the producer: same key, value, `headers`
+    /// (taken over when sent) and `timestamp` (`None`: the producer's clock), to `partition` of
+    /// `topic`, tagged with partition `idx` of this task and sequence number `seq`. librdkafka
+    /// copies the bytes.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn send(
         &self,
         topic: &TopicHandle,
         partition: i32,
-        msg: &BorrowedMessage<'_>,
+        msg: &FetchedMessage,
+        headers: &mut RecordHeaders,
         timestamp: Option<i64>,
         idx: usize,
         seq: u32,
@@ -117,10 +121,9 @@ impl TaskSlot<'_> {
             idx,
             seq,
         };
-        let headers = CopiedHeaders::of(msg);
         // SAFETY: `msg` outlives the call; its key and payload pointers are valid for their
         // lengths (or NULL), and librdkafka copies them (F_COPY). On success librdkafka owns the
-        // headers copy; on failure it stays ours and is destroyed by `CopiedHeaders`.
+        // headers; on failure they stay ours (`RecordHeaders` destroys them when dropped).
         let raw = unsafe {
             let m = &*msg.ptr();
             let vus = [
@@ -172,7 +175,7 @@ impl TaskSlot<'_> {
             )
         };
         if raw.is_null() {
-            std::mem::forget(headers);
+            headers.0 = ptr::null_mut(); // librdkafka's now
             return Ok(());
         }
         // SAFETY: a non-NULL error from produceva is ours to read and destroy.
@@ -218,30 +221,26 @@ impl Drop for TopicHandle {
     }
 }
 
-/// librdkafka's copy of a consumed record's headers (in order, duplicates kept, names and
-/// values byte for byte), or NULL when it has none.
-struct CopiedHeaders(*mut rdsys::rd_kafka_headers_t);
+/// A consumed record's headers, detached from it (parsed once, never copied) to travel with
+/// its copy: in order, duplicates kept, names and values byte for byte. NULL when it has none.
+pub(super) struct RecordHeaders(*mut rdsys::rd_kafka_headers_t);
 
-impl CopiedHeaders {
-    fn of(msg: &BorrowedMessage<'_>) -> Self {
+impl RecordHeaders {
+    pub(super) fn detach(msg: &FetchedMessage) -> Self {
         let mut hdrs: *mut rdsys::rd_kafka_headers_t = ptr::null_mut();
-        // SAFETY: `msg` is a live message; its headers stay owned by it and are only copied.
-        unsafe {
-            if rdsys::rd_kafka_message_headers(msg.ptr(), &mut hdrs)
-                != RDKafkaRespErr::RD_KAFKA_RESP_ERR_NO_ERROR
-                || hdrs.is_null()
-            {
-                return CopiedHeaders(ptr::null_mut());
-            }
-            CopiedHeaders(rdsys::rd_kafka_headers_copy(hdrs))
+        // SAFETY: `msg` is ours; detaching leaves it without headers, which it no longer needs.
+        let err = unsafe { rdsys::rd_kafka_message_detach_headers(msg.ptr(), &mut hdrs) };
+        match err {
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR_NO_ERROR => RecordHeaders(hdrs),
+            _ => RecordHeaders(ptr::null_mut()),
         }
     }
 }
 
-impl Drop for CopiedHeaders {
+impl Drop for RecordHeaders {
     fn drop(&mut self) {
         if !self.0.is_null() {
-            // SAFETY: our copy, not handed over to librdkafka.
+            // SAFETY: ours, never handed over to librdkafka.
             unsafe { rdsys::rd_kafka_headers_destroy(self.0) }
         }
     }

@@ -6,5 +6,6 @@ pub mod connector;
 mod data_producer;
 pub mod offset_sync_sender;
 pub mod offset_sync_writer;
+mod partition_queue;
 mod position;
 pub mod task;

@@ -37,8 +37,9 @@ use super::acks::{AckTracker, PartitionAcks};
 use super::clients::consumer_props;
 pub use super::clients::{producer_props, TaskMemory};
 pub use super::data_producer::DataProducer;
-use super::data_producer::{TaskSlot, TopicHandle};
+use super::data_producer::{RecordHeaders, TaskSlot, TopicHandle};
 use super::offset_sync_sender::OffsetSyncSender;
+use super::partition_queue::{FetchedMessage, PartitionQueue};
 use super::position::{
     apply_gap, confirm_at_end, out_of_range_gap, position_of, position_partitions, silent_gap,
     PartitionRun,
@@ -46,12 +47,10 @@ use super::position::{
 pub use super::position::{Gap, GapPolicy, ResetPolicy};
 use crate::config::Props;
 use crate::kafka::{client_config, close_consumer, listed_offsets, ClientError, MirrorContext};
-use rdkafka::consumer::base_consumer::PartitionQueue;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::BorrowedMessage;
 use rdkafka::producer::{Producer, PurgeConfig};
-use rdkafka::{Message, Offset, Timestamp, TopicPartitionList};
+use rdkafka::{Message, Offset, TopicPartitionList};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex};
@@ -286,6 +285,8 @@ struct CopyLoop<'a> {
     runs: Vec<PartitionRun>,
     /// Each run's remote topic, as the producer's handle.
     topics: Vec<Arc<TopicHandle>>,
+    /// Records taken from a partition queue at once (kept to reuse its allocation).
+    burst: Vec<FetchedMessage>,
     /// Last offset committed (and confirmed) per partition in this slice.
     committed: BTreeMap<TopicPartition, i64>,
     /// When the last commit was started, and the bytes acknowledged by then.
@@ -407,6 +408,7 @@ impl<'a> CopyLoop<'a> {
             tracker,
             runs,
             topics,
+            burst: Vec::with_capacity(BURST),
             committed: BTreeMap::new(),
             last_commit: Instant::now(),
             acked_at_commit: 0,
@@ -424,10 +426,8 @@ impl<'a> CopyLoop<'a> {
         let mut queues = Vec::with_capacity(self.runs.len());
         for run in &self.runs {
             let (topic, partition) = (&run.tp.0, run.tp.1);
-            let mut q = self
-                .consumer
-                .split_partition_queue(topic, partition)
-                .ok_or_else(|| {
+            let mut q =
+                PartitionQueue::split(&self.consumer, topic, partition).ok_or_else(|| {
                     TaskError::Config(format!(
                         "{}: cannot open a queue for {topic}-{partition}",
                         self.spec.name
@@ -534,7 +534,9 @@ impl<'a> CopyLoop<'a> {
         Ok(progressed)
     }
 
-    /// Forwards up to [`BURST`] records of partition `idx`, stopping at its end or an error.
+    /// Forwards up to [`BURST`] records of partition `idx`, taken from its queue at once. At
+    /// an out-of-range error or a partition failure the rest of the burst is dropped: records
+    /// fetched before a re-position (or for a stopped partition) must not be copied.
     fn drain(
         &mut self,
         hooks: &mut dyn TaskHooks,
@@ -542,22 +544,33 @@ impl<'a> CopyLoop<'a> {
         queue: &PartitionQueue<MirrorContext>,
         gaps: &mut Vec<Gap>,
     ) -> Result<bool, TaskError> {
-        let spec = self.spec;
         // Once per burst, not per record: a freeze mid-burst lets at most the rest of the
         // burst through after it thaws (see the README's Guarantees).
         if !self.owned_now() {
             return Err(self.lease_lost());
         }
+        let mut burst = std::mem::take(&mut self.burst);
+        queue.take(&mut burst, BURST);
+        let progressed = !burst.is_empty();
+        let drained = self.forward_burst(hooks, idx, &mut burst, gaps);
+        burst.clear(); // destroys what was not forwarded
+        self.burst = burst;
+        drained.map(|()| progressed)
+    }
+
+    fn forward_burst(
+        &mut self,
+        hooks: &mut dyn TaskHooks,
+        idx: usize,
+        burst: &mut Vec<FetchedMessage>,
+        gaps: &mut Vec<Gap>,
+    ) -> Result<(), TaskError> {
+        let spec = self.spec;
         let mut limit = WaitLimit::new(self.owned_until, spec.flush_deadline);
-        let mut progressed = false;
-        for _ in 0..BURST {
-            let Some(event) = queue.poll(Duration::ZERO) else {
-                break;
-            };
-            progressed = true;
+        for msg in burst.drain(..) {
             let run = &mut self.runs[idx];
-            match event {
-                Ok(msg) => {
+            match msg.error() {
+                None => {
                     let sent = forward(
                         &self.slot,
                         &self.topics[idx],
@@ -589,7 +602,8 @@ impl<'a> CopyLoop<'a> {
                         });
                     }
                 }
-                Err(KafkaError::PartitionEOF(_)) => {
+                Some(KafkaError::PartitionEOF(_)) => {
+                    // Records fetched after it may follow in the burst: they clear `at_end`.
                     run.at_end = true;
                     run.silent_since = None;
                     if run.next.is_none() {
@@ -597,25 +611,24 @@ impl<'a> CopyLoop<'a> {
                         run.next = position_of(&self.consumer, &run.tp);
                         run.report.start_offset = run.next;
                     }
-                    break;
                 }
                 // With `auto.offset.reset=error` librdkafka reports a fetch out of range as
                 // `__AUTO_OFFSET_RESET` (the "reset" it applies is the error), not as the
                 // broker's OFFSET_OUT_OF_RANGE: retention passed our position mid-slice.
-                Err(KafkaError::MessageConsumption(
+                Some(KafkaError::MessageConsumption(
                     RDKafkaErrorCode::OffsetOutOfRange | RDKafkaErrorCode::AutoOffsetReset,
                 )) => {
                     let gap = out_of_range_gap(&self.consumer, spec, run)?;
                     apply_gap(spec, &self.consumer, run, gap, gaps)?;
                     break;
                 }
-                Err(e) => {
+                Some(e) => {
                     self.fail_partition(idx, &e);
                     break;
                 }
             }
         }
-        Ok(progressed)
+        Ok(())
     }
 
     /// A consumer error for partition `idx` stops that partition, loudly: its report carries
@@ -919,20 +932,18 @@ fn forward(
     topic: &TopicHandle,
     run: &mut PartitionRun,
     idx: usize,
-    msg: &BorrowedMessage<'_>,
+    msg: &FetchedMessage,
     tracker: &Arc<Mutex<AckTracker>>,
     limit: &mut WaitLimit,
     hooks: &mut dyn TaskHooks,
 ) -> Result<(), KafkaError> {
     let upstream = msg.offset();
-    let timestamp = match msg.timestamp() {
-        Timestamp::CreateTime(t) | Timestamp::LogAppendTime(t) if t >= 0 => Some(t),
-        _ => None,
-    };
-    let size = (msg.key_len() + msg.payload_len()) as u64;
+    let timestamp = msg.timestamp();
+    let size = msg.size() as u64;
+    let mut headers = RecordHeaders::detach(msg);
     let seq = (tracker.lock().expect("ack tracker poisoned")).sent(idx, upstream, size, timestamp);
     loop {
-        match slot.send(topic, run.tp.1, msg, timestamp, idx, seq) {
+        match slot.send(topic, run.tp.1, msg, &mut headers, timestamp, idx, seq) {
             Ok(()) => break,
             Err(RDKafkaErrorCode::QueueFull) => {
                 if limit.reached(hooks) {
