@@ -19,8 +19,6 @@ use std::collections::BTreeMap;
 /// MM2's bound on offset-sync sends in flight (`MAX_OUTSTANDING_OFFSET_SYNCS`).
 pub const MAX_OUTSTANDING_OFFSET_SYNCS: usize = 10;
 
-type TopicPartition = (String, i32);
-
 /// Per-partition emission state (`PartitionState` in MM2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionState {
@@ -70,15 +68,25 @@ impl PartitionState {
     }
 }
 
+/// A source partition's emission state and its delayed sync.
+#[derive(Debug)]
+struct Partition {
+    state: PartitionState,
+    /// The latest (upstream, downstream) pair not yet due as a sync; promoted at every commit.
+    delayed: Option<(i64, i64)>,
+}
+
 /// Decides which offset syncs to send, per source partition (`OffsetSyncWriter` in MM2).
+///
+/// Called for every acknowledged record: a record that makes no sync due costs no allocation
+/// (partitions are found by topic name, then number; a delayed sync is kept as its offsets).
 #[derive(Debug)]
 pub struct OffsetSyncWriter {
     max_offset_lag: i64,
-    states: BTreeMap<TopicPartition, PartitionState>,
+    /// By topic, then partition: iterated in (topic, partition) order.
+    partitions: BTreeMap<String, BTreeMap<i32, Partition>>,
     /// Syncs due now; insertion order is send order, latest per partition wins.
     pending: Vec<OffsetSync>,
-    /// Syncs not yet due; promoted at every commit.
-    delayed: BTreeMap<TopicPartition, OffsetSync>,
     in_flight: usize,
     max_in_flight: usize,
 }
@@ -91,9 +99,8 @@ impl OffsetSyncWriter {
     pub fn with_max_in_flight(max_offset_lag: i64, max_in_flight: usize) -> Self {
         OffsetSyncWriter {
             max_offset_lag,
-            states: BTreeMap::new(),
+            partitions: BTreeMap::new(),
             pending: Vec::new(),
-            delayed: BTreeMap::new(),
             in_flight: 0,
             max_in_flight,
         }
@@ -108,28 +115,34 @@ impl OffsetSyncWriter {
         upstream: i64,
         downstream: i64,
     ) -> bool {
-        let tp = (topic.to_string(), partition);
-        let max_lag = self.max_offset_lag;
-        let state = self
-            .states
-            .entry(tp.clone())
-            .or_insert_with(|| PartitionState::new(max_lag));
+        let p = self.partition_mut(topic, partition);
+        if !p.state.update(upstream, downstream) {
+            p.delayed = Some((upstream, downstream));
+            return false;
+        }
+        p.state.reset();
+        p.delayed = None;
+        let keep_first = !p.state.sent_any;
         let sync = OffsetSync {
-            topic: tp.0.clone(),
+            topic: topic.to_string(),
             partition,
             upstream_offset: upstream,
             downstream_offset: downstream,
         };
-        if state.update(upstream, downstream) {
-            state.reset();
-            let keep_first = !state.sent_any;
-            self.delayed.remove(&tp);
-            self.queue_pending(sync, keep_first);
-            true
-        } else {
-            self.delayed.insert(tp, sync);
-            false
+        self.queue_pending(sync, keep_first);
+        true
+    }
+
+    fn partition_mut(&mut self, topic: &str, partition: i32) -> &mut Partition {
+        if !self.partitions.contains_key(topic) {
+            self.partitions.insert(topic.to_string(), BTreeMap::new());
         }
+        let max_lag = self.max_offset_lag;
+        let topic = self.partitions.get_mut(topic).expect("inserted above");
+        topic.entry(partition).or_insert_with(|| Partition {
+            state: PartitionState::new(max_lag),
+            delayed: None,
+        })
     }
 
     /// `keep_first`: no sync of the partition has been taken for sending yet.
@@ -157,9 +170,21 @@ impl OffsetSyncWriter {
 
     /// At every offset commit: every delayed sync becomes pending (`promoteDelayedOffsetSyncs`).
     pub fn promote_delayed(&mut self) {
-        let delayed = std::mem::take(&mut self.delayed);
-        for (tp, sync) in delayed {
-            let keep_first = self.states.get(&tp).is_some_and(|s| !s.sent_any);
+        let mut due = Vec::new();
+        for (topic, partitions) in &mut self.partitions {
+            for (&partition, p) in partitions.iter_mut() {
+                if let Some((upstream, downstream)) = p.delayed.take() {
+                    let sync = OffsetSync {
+                        topic: topic.clone(),
+                        partition,
+                        upstream_offset: upstream,
+                        downstream_offset: downstream,
+                    };
+                    due.push((sync, !p.state.sent_any));
+                }
+            }
+        }
+        for (sync, keep_first) in due {
             self.queue_pending(sync, keep_first);
         }
     }
@@ -182,8 +207,9 @@ impl OffsetSyncWriter {
         self.in_flight += n;
         let taken: Vec<OffsetSync> = self.pending.drain(..n).collect();
         for sync in &taken {
-            if let Some(state) = self.states.get_mut(&(sync.topic.clone(), sync.partition)) {
-                state.sent_any = true;
+            let partitions = self.partitions.get_mut(sync.topic.as_str());
+            if let Some(p) = partitions.and_then(|ps| ps.get_mut(&sync.partition)) {
+                p.state.sent_any = true;
             }
         }
         taken
@@ -199,11 +225,12 @@ impl OffsetSyncWriter {
     }
 
     pub fn has_delayed(&self) -> bool {
-        !self.delayed.is_empty()
+        let mut all = self.partitions.values().flat_map(BTreeMap::values);
+        all.any(|p| p.delayed.is_some())
     }
 
     pub fn partition_state(&self, topic: &str, partition: i32) -> Option<&PartitionState> {
-        self.states.get(&(topic.to_string(), partition))
+        Some(&self.partitions.get(topic)?.get(&partition)?.state)
     }
 }
 

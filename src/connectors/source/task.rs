@@ -992,16 +992,7 @@ fn feed_syncs(
         syncs.fire();
         return;
     }
-    let mut seen = vec![0u32; runs.len()];
-    let mut interleaved: Vec<(u32, usize, i64, i64)> = acked
-        .into_iter()
-        .map(|(idx, up, down)| {
-            seen[idx] += 1;
-            (seen[idx], idx, up, down)
-        })
-        .collect();
-    interleaved.sort_unstable_by_key(|&(rank, idx, _, _)| (rank, idx));
-    for (_, idx, up, down) in interleaved {
+    for (idx, up, down) in round_robin(&acked, runs.len()) {
         let tp = &runs[idx].tp;
         syncs.record_acknowledged(&tp.0, tp.1, up, down);
         if let Some(deadline) = wait_until {
@@ -1009,6 +1000,38 @@ fn feed_syncs(
         }
     }
     syncs.fire();
+}
+
+/// `acked` (partition index, upstream, downstream) reordered round-robin across partitions,
+/// each partition's in order: its first of every partition (by index), then its second, ...
+fn round_robin(acked: &[(usize, i64, i64)], partitions: usize) -> Vec<(usize, i64, i64)> {
+    // Bucket by partition, keeping order (a counting sort), then take one from each in turn.
+    let mut start = vec![0usize; partitions + 1];
+    for &(idx, _, _) in acked {
+        start[idx + 1] += 1;
+    }
+    for i in 0..partitions {
+        start[i + 1] += start[i];
+    }
+    let mut next = start.clone();
+    let mut bucketed = vec![(0, 0, 0); acked.len()];
+    for &entry in acked {
+        bucketed[next[entry.0]] = entry;
+        next[entry.0] += 1;
+    }
+    let mut cursors: Vec<(usize, usize)> = (0..partitions)
+        .map(|i| (start[i], start[i + 1]))
+        .filter(|(at, end)| at < end)
+        .collect();
+    let mut out = Vec::with_capacity(acked.len());
+    while !cursors.is_empty() {
+        for (at, _) in cursors.iter_mut() {
+            out.push(bucketed[*at]);
+            *at += 1;
+        }
+        cursors.retain(|(at, end)| at < end);
+    }
+    out
 }
 
 fn first_failure(
@@ -1096,5 +1119,32 @@ impl WaitLimit {
         self.owned_until = hooks.owned_until();
         self.owned_until
             .is_none_or(|t| Instant::now() >= t.min(self.deadline))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::round_robin;
+
+    #[test]
+    fn acknowledgements_are_handed_over_round_robin_each_partition_in_order() {
+        // Delivered batch by batch: partition 1's, then 0's, then 1's again, then 3's.
+        let acked = [
+            (1, 10, 0),
+            (1, 11, 1),
+            (0, 5, 0),
+            (1, 12, 2),
+            (3, 7, 0),
+            (3, 8, 1),
+        ];
+        let order: Vec<(usize, i64)> = round_robin(&acked, 4)
+            .into_iter()
+            .map(|(idx, up, _)| (idx, up))
+            .collect();
+        assert_eq!(
+            order,
+            vec![(0, 5), (1, 10), (3, 7), (1, 11), (3, 8), (1, 12)]
+        );
+        assert!(round_robin(&[], 4).is_empty());
     }
 }
