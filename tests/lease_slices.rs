@@ -272,6 +272,11 @@ async fn a_slice_frozen_past_its_lease_stops_writing_when_it_thaws() {
 }
 
 impl Flow {
+    fn append(&self, lines: &str) {
+        let body = std::fs::read_to_string(&self.config).unwrap();
+        std::fs::write(&self.config, body + lines).unwrap();
+    }
+
     fn set_tasks_max(&self, tasks: u32) {
         let body = std::fs::read_to_string(&self.config).unwrap();
         let kept: String = body
@@ -368,6 +373,9 @@ async fn a_new_topic_sorting_first_starts_nothing_beside_the_running_slice() {
     let stack = common::stack();
     let flow = Flow::new("").await;
     flow.set_tasks_max(2);
+    // Small produce requests (one in flight): the first slice must still be copying when it
+    // freezes, after the new topic was created and filled, however fast the machine copies.
+    flow.append(&format!("{}.producer.batch.size = 4096\n", flow.target));
     let (old, new) = (format!("m-{}", flow.source), format!("a-{}", flow.source));
     let (old_remote, new_remote) = (
         format!("{}.{old}", flow.source),

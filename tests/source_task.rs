@@ -7,8 +7,8 @@ use common::faults::{PrivateServer, Watermarks};
 use common::TestRecord;
 use mirrorslice::config::Props;
 use mirrorslice::connectors::source::task::{
-    producer_props, run_source_task, run_source_task_on, DataProducer, GapPolicy, SourceTaskSpec,
-    TaskError, TaskHooks, TaskMemory, TaskOutcome, TopicPartition,
+    run_source_task, run_source_task_on, GapPolicy, SliceClients, SourceTaskSpec, TaskError,
+    TaskHooks, TaskOutcome, TopicPartition,
 };
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -129,7 +129,6 @@ fn spec(
         on_gap: GapPolicy::Fail,
         silence_check_after: Duration::from_secs(3),
         sync_every_commit: true,
-        memory: TaskMemory::default(),
     }
 }
 
@@ -519,7 +518,8 @@ async fn a_fast_copy_commits_after_every_mib_whatever_the_interval() {
     assert_eq!(covered.last(), Some(&40_000));
 }
 
-// The slice's tasks share one data producer. A task that loses its lease purges that producer
+// The slice's tasks share one data producer (and one consumer). A task that loses its lease
+// purges that producer
 // (so nothing of its own lands later), which drops the records other tasks had queued too:
 // those stay unacknowledged, so no task may commit past them, and the next slice copies them.
 // The target is frozen while both tasks queue their records, so every one of them is still
@@ -541,16 +541,15 @@ async fn a_purge_of_the_shared_producer_is_never_committed_past() {
         s.partitions = vec![(source.clone(), partition)];
         s.producer = props(&[("bootstrap.servers", &target.bootstrap())]);
         s.flush_deadline = Instant::now() + Duration::from_secs(15);
-        s.memory = TaskMemory::share(2);
         s
     };
     let (lost, kept) = (task_spec(0, "0"), task_spec(1, "1"));
-    let producer =
-        Arc::new(DataProducer::open("shared-producer", &producer_props(&lost.producer)).unwrap());
+    let clients = SliceClients::open("A->B|shared", &lost.consumer, &lost.producer, 2).unwrap();
+    let clients = Arc::new(clients);
     let frozen = target.freeze();
     let run = |s: SourceTaskSpec, mut hooks: MemoryHooks| {
-        let producer = producer.clone();
-        tokio::task::spawn_blocking(move || (run_source_task_on(&s, &producer, &mut hooks), hooks))
+        let clients = clients.clone();
+        tokio::task::spawn_blocking(move || (run_source_task_on(&s, &clients, &mut hooks), hooks))
     };
     let keeper = run(kept, MemoryHooks::default());
     let loser = run(

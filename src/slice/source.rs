@@ -18,7 +18,7 @@ use crate::connectors::source::connector::{
     run_source_connector_phase, ConnectorPhaseOutcome, SyncRun,
 };
 use crate::connectors::source::task::{
-    producer_props, run_source_task_on, DataProducer, SourceTaskSpec, TaskMemory, TaskOutcome,
+    run_source_task_on, SliceClients, SourceTaskSpec, TaskOutcome,
 };
 use crate::lease::{
     connector_key, task_key, HeldLease, LeaseError, LeaseInfo, LeaseStore, LeaseTiming,
@@ -118,15 +118,14 @@ impl SourceSlice<'_> {
                 return Err(e);
             }
         };
-        let memory = TaskMemory::share(won.len());
-        let producer = self.data_producer(&clients);
+        let shared = self.shared_clients(&clients, &outcome, &won);
         let mut running = tokio::task::JoinSet::new();
         for task in won {
-            let run = self.task_run(task, &outcome, &topics, &clients, memory, &producer);
+            let run = self.task_run(task, &outcome, &topics, &clients, &shared);
             running.spawn(run.run(status.clone(), self.status(State::Running, None), t0));
         }
-        // The last task to end drops the producer, on its blocking thread.
-        drop(producer);
+        // The last task to end drops the shared clients, on its blocking thread.
+        drop(shared);
         phase_done(t0, "tasks started");
         let syncs_end = self
             .collect_tasks(running, &status, &mut releases, report, t0)
@@ -310,8 +309,7 @@ impl SourceSlice<'_> {
         outcome: &ConnectorPhaseOutcome,
         topics: &WorkerTopics,
         clients: &WorkerClients,
-        memory: TaskMemory,
-        producer: &SharedProducer,
+        shared: &Shared,
     ) -> TaskRun {
         let (flow, cfg, id) = (self.flow(), &self.configs.source, task.id);
         let partitions = &outcome.task_partitions[id as usize];
@@ -349,7 +347,6 @@ impl SourceSlice<'_> {
             on_gap: self.settings.on_gap,
             silence_check_after: self.settings.silence_check_after,
             sync_every_commit: sync_every_commit(&cfg.common.props),
-            memory,
         };
         let store = OffsetStore::new(
             topics.offsets.0.clone(),
@@ -370,16 +367,32 @@ impl SourceSlice<'_> {
             store,
             source_alias: self.pair.source.clone(),
             deadline: self.deadline,
-            producer: producer.clone(),
+            shared: shared.clone(),
         }
     }
 
-    /// The data producer the slice's tasks share (one per target cluster). A failure to create
-    /// it fails every task, naming it.
-    fn data_producer(&self, clients: &WorkerClients) -> SharedProducer {
-        let props = task_producer_props(&clients.producer, &self.configs.source.common.props);
-        let role = format!("{}|{CONNECTOR}|replication-producer", self.flow());
-        DataProducer::open(&role, &producer_props(&props))
+    /// The replication consumer and data producer the slice's tasks share, sized for the
+    /// partitions of the tasks it runs (`won`). A failure to create them fails every task,
+    /// naming the client.
+    fn shared_clients(
+        &self,
+        clients: &WorkerClients,
+        outcome: &ConnectorPhaseOutcome,
+        won: &[WonTask],
+    ) -> Shared {
+        let cfg = &self.configs.source;
+        let consumer = (cfg.common).client_config(
+            ClusterSide::Source,
+            ClientKind::Consumer,
+            "replication-consumer",
+            None,
+        );
+        let producer = task_producer_props(&clients.producer, &cfg.common.props);
+        let partitions = (won.iter())
+            .map(|t| outcome.task_partitions[t.id as usize].len())
+            .sum();
+        let owner = format!("{}|{CONNECTOR}", self.flow());
+        SliceClients::open(&owner, &consumer, &producer, partitions)
             .map(Arc::new)
             .map_err(|e| e.to_string())
     }
@@ -441,11 +454,11 @@ struct TaskRun {
     source_alias: String,
     /// The task has committed by then ([`SourceSlice::deadline`]).
     deadline: Instant,
-    producer: SharedProducer,
+    shared: Shared,
 }
 
-/// The slice's data producer, or why it could not be created.
-type SharedProducer = Result<Arc<DataProducer>, String>;
+/// The slice's shared clients, or why they could not be created.
+type Shared = Result<Arc<SliceClients>, String>;
 
 /// A task that ran: its lease goes back once its status is written.
 struct FinishedTask {
@@ -470,7 +483,7 @@ impl TaskRun {
             mut store,
             source_alias,
             deadline,
-            producer,
+            shared,
         } = self;
         let finished = |lease| FinishedTask { id, token, lease };
         let source_partitions: Vec<SourcePartition> = spec
@@ -518,8 +531,8 @@ impl TaskRun {
             spec.topic_ids.clone(),
         );
         let copied = tokio::task::spawn_blocking(move || {
-            let outcome = match &producer {
-                Ok(producer) => run_source_task_on(&spec, producer, &mut hooks),
+            let outcome = match &shared {
+                Ok(clients) => run_source_task_on(&spec, clients, &mut hooks),
                 Err(e) => TaskOutcome::empty(Some(e.clone())),
             };
             hooks.save_hint();

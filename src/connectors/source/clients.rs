@@ -1,37 +1,9 @@
-//! The source tasks' Kafka clients: the settings we choose for the replication consumer and
-//! the data producer, and how a slice's memory budget is split between them.
+//! The settings we choose for the slice's replication consumer and data producer, which all
+//! its source tasks share. Prefetched and queued records are most of a slice's memory, and a
+//! slice's memory is what an invocation is sized and billed by: with one consumer and one
+//! producer per slice, the budgets below hold whatever the number of tasks.
 
-use super::task::SourceTaskSpec;
 use crate::config::Props;
-
-/// How much of a slice's memory one task's consumer may use for prefetched records.
-///
-/// Prefetched and queued records are most of a slice's memory, and a slice's memory is what an
-/// invocation is sized and billed by — so the budget belongs to the process, not the task: the
-/// tasks a slice runs side by side split it ([`TaskMemory::share`]). The producer queue is the
-/// slice's one data producer's, whatever the number of tasks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TaskMemory {
-    /// Consumer prefetch, KiB, split again across the task's partitions.
-    pub prefetch_kb: usize,
-}
-
-impl TaskMemory {
-    /// One task's share when `tasks` run in one slice.
-    pub fn share(tasks: usize) -> Self {
-        let tasks = tasks.max(1);
-        TaskMemory {
-            prefetch_kb: SLICE_PREFETCH_BUDGET_KB / tasks,
-        }
-    }
-}
-
-impl Default for TaskMemory {
-    /// The whole budget: a task running alone.
-    fn default() -> Self {
-        TaskMemory::share(1)
-    }
-}
 
 /// Settings we choose unless the user set them: bounded memory, ordered idempotent delivery.
 fn with_defaults(mut props: Props, defaults: &[(&str, &str)]) -> Props {
@@ -72,8 +44,8 @@ const CONSUMER_DEFAULTS: &[(&str, &str)] = &[
     ("check.crcs", "true"),
 ];
 
-/// Prefetch budget of a slice's consumers, in KiB, split across its tasks and then across each
-/// task's partitions: with one queue per partition librdkafka applies
+/// Prefetch budget of a slice's consumer, in KiB, split across the partitions its tasks read:
+/// with one queue per partition librdkafka applies
 /// `queued.max.messages.kbytes` to *each* partition, so a fixed per-partition value would grow
 /// memory with the partition count. Prefetched records are most of a slice's memory
 /// (librdkafka keeps each fetch response whole until its last record is forwarded, and
@@ -118,13 +90,13 @@ pub fn producer_props(producer: &Props) -> Props {
     props
 }
 
-/// The replication consumer's settings: the user's, then [`CONSUMER_DEFAULTS`], the task's
-/// prefetch share per partition unless the user sized it, and the settings the copy loop
-/// relies on ([`CONSUMER_FORCED`], no silent reset, a group id).
-pub(super) fn consumer_props(spec: &SourceTaskSpec) -> Props {
-    let mut props = with_defaults(spec.consumer.clone(), CONSUMER_DEFAULTS);
+/// The replication consumer's settings: the user's (`consumer`), then [`CONSUMER_DEFAULTS`],
+/// each of the slice's `partitions` its share of the prefetch budget unless the user sized it,
+/// and the settings the copy loop relies on ([`CONSUMER_FORCED`], no silent reset, a group id).
+pub(super) fn consumer_props(consumer: &Props, partitions: usize) -> Props {
+    let mut props = with_defaults(consumer.clone(), CONSUMER_DEFAULTS);
     let per_partition_kb =
-        (spec.memory.prefetch_kb / spec.partitions.len().max(1)).max(CONSUMER_PREFETCH_MIN_KB);
+        (SLICE_PREFETCH_BUDGET_KB / partitions.max(1)).max(CONSUMER_PREFETCH_MIN_KB);
     if !props.contains_key("queued.max.messages.kbytes") {
         props
             .entry("rdkafka.queued.max.messages.kbytes".into())

@@ -8,4 +8,5 @@ pub mod offset_sync_sender;
 pub mod offset_sync_writer;
 mod partition_queue;
 mod position;
+mod replication_consumer;
 pub mod task;

@@ -8,10 +8,12 @@
 //!    `auto.offset.reset` says. Before any record is copied the partition's log start is
 //!    checked: if the next offset we need was deleted by retention, that is a **gap** (below).
 //! 2. **Copy.** Records are read from one queue per partition (so end-of-partition and error
-//!    events name their topic) and produced byte for byte to the remote topic's *same*
-//!    partition: key, value (null kept), headers in order with duplicates, timestamp.
-//!    librdkafka copies the bytes into its own batch, so nothing is buffered beyond what the
-//!    producer needs.
+//!    events name their topic), a burst at a time, and produced byte for byte to the remote
+//!    topic's *same* partition: key, value (null kept), headers in order with duplicates,
+//!    timestamp. librdkafka copies the bytes into its own batch, so nothing is buffered beyond
+//!    what the producer needs. The consumer and the producer are the slice's
+//!    ([`SliceClients`]), shared by its tasks; each task reads and writes only its own
+//!    partitions.
 //! 3. **Acknowledge.** Every delivery report is matched to its source record. A partition's
 //!    *committable* offset only advances over a contiguous run of acknowledged records, so a
 //!    failed or outstanding record is never committed past (§7.6). Acknowledged records feed
@@ -34,8 +36,7 @@
 //! [`GapPolicy::Skip`] the partition jumps to the log start and the gap is still reported.
 
 use super::acks::{AckTracker, PartitionAcks};
-use super::clients::consumer_props;
-pub use super::clients::{producer_props, TaskMemory};
+pub use super::clients::producer_props;
 pub use super::data_producer::DataProducer;
 use super::data_producer::{RecordHeaders, TaskSlot, TopicHandle};
 use super::offset_sync_sender::OffsetSyncSender;
@@ -45,8 +46,9 @@ use super::position::{
     PartitionRun,
 };
 pub use super::position::{Gap, GapPolicy, ResetPolicy};
+pub use super::replication_consumer::ReplicationConsumer;
 use crate::config::Props;
-use crate::kafka::{client_config, close_consumer, listed_offsets, ClientError, MirrorContext};
+use crate::kafka::{listed_offsets, ClientError, MirrorContext};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{Producer, PurgeConfig};
@@ -97,8 +99,6 @@ pub struct SourceTaskSpec {
     /// translate exactly. `false` promotes only every `flush_interval`, as an always-on MM2
     /// does (used to measure the difference).
     pub sync_every_commit: bool,
-    /// The task's share of the slice's memory budget.
-    pub memory: TaskMemory,
 }
 
 /// The caller's side of a task: durable commits and lease ownership.
@@ -227,27 +227,51 @@ impl TaskOutcome {
     }
 }
 
-/// Run one task for one slice, alone: with a data producer of its own. Blocking: call it from
-/// a blocking thread.
+/// Run one task for one slice, alone: with a replication consumer and a data producer of its
+/// own. Blocking: call it from a blocking thread.
 pub fn run_source_task(spec: &SourceTaskSpec, hooks: &mut dyn TaskHooks) -> TaskOutcome {
-    let role = format!("{}|replication-producer", spec.name);
-    match DataProducer::open(&role, &producer_props(&spec.producer)) {
-        Ok(producer) => run_source_task_on(spec, &producer, hooks),
+    let partitions = spec.partitions.len();
+    match SliceClients::open(&spec.name, &spec.consumer, &spec.producer, partitions) {
+        Ok(clients) => run_source_task_on(spec, &clients, hooks),
         Err(e) => TaskOutcome::empty(Some(TaskError::Client(Box::new(e)).to_string())),
     }
 }
 
-/// Run one task for one slice, sending its records through the slice's data `producer`
-/// (shared with the slice's other tasks). Blocking: call it from a blocking thread.
+/// The clients a slice's source tasks share: one replication consumer of the source, one data
+/// producer to the target.
+pub struct SliceClients {
+    pub consumer: ReplicationConsumer,
+    pub producer: DataProducer,
+}
+
+impl SliceClients {
+    /// Opens both, named after `owner` (e.g. the flow and connector); `consumer` and
+    /// `producer` are the Java-named settings, `partitions` how many the tasks read in all.
+    pub fn open(
+        owner: &str,
+        consumer: &Props,
+        producer: &Props,
+        partitions: usize,
+    ) -> Result<Self, ClientError> {
+        let role = format!("{owner}|replication-consumer");
+        let consumer = ReplicationConsumer::open(&role, consumer, partitions)?;
+        let role = format!("{owner}|replication-producer");
+        let producer = DataProducer::open(&role, &producer_props(producer))?;
+        Ok(SliceClients { consumer, producer })
+    }
+}
+
+/// Run one task for one slice with the slice's shared `clients`. Blocking: call it from a
+/// blocking thread.
 pub fn run_source_task_on(
     spec: &SourceTaskSpec,
-    producer: &DataProducer,
+    clients: &SliceClients,
     hooks: &mut dyn TaskHooks,
 ) -> TaskOutcome {
     let mut outcome = TaskOutcome::empty(None);
     // Created by `copy` beside the other clients; read here so every way out reports it.
     let mut syncs: Option<OffsetSyncSender> = None;
-    if let Err(e) = copy(spec, producer, hooks, &mut syncs, &mut outcome) {
+    if let Err(e) = copy(spec, clients, hooks, &mut syncs, &mut outcome) {
         outcome.error = Some(e.to_string());
     }
     if let Some(s) = &syncs {
@@ -278,7 +302,10 @@ pub(super) fn kafka_err(
 /// A task's clients and per-partition state for one slice.
 struct CopyLoop<'a> {
     spec: &'a SourceTaskSpec,
-    consumer: crate::kafka::Managed<Arc<BaseConsumer<MirrorContext>>>,
+    /// The slice's replication consumer.
+    consumer: &'a Arc<BaseConsumer<MirrorContext>>,
+    /// The partitions this task added to its assignment and has not taken out again.
+    assigned: Vec<TopicPartition>,
     /// This task's registration with the slice's data producer.
     slot: TaskSlot<'a>,
     tracker: Arc<Mutex<AckTracker>>,
@@ -332,7 +359,7 @@ const FLUSH_POLL: Duration = Duration::from_millis(10);
 
 fn copy(
     spec: &SourceTaskSpec,
-    producer: &DataProducer,
+    clients: &SliceClients,
     hooks: &mut dyn TaskHooks,
     syncs: &mut Option<OffsetSyncSender>,
     outcome: &mut TaskOutcome,
@@ -340,22 +367,24 @@ fn copy(
     if spec.partitions.is_empty() {
         return Ok(());
     }
-    let mut task = CopyLoop::open(spec, producer, syncs)?;
-    let positioned = position_partitions(spec, &task.consumer, &mut task.runs, &mut outcome.gaps);
+    let mut task = CopyLoop::open(spec, clients, syncs)?;
+    let positioned = position_partitions(spec, task.consumer, &mut task.runs, &mut outcome.gaps);
     let assignment = positioned.inspect_err(|_| outcome.partitions = task.reports())?;
     let (queues, wake) = task.split_queues()?;
+    // Added to the slice consumer's assignment, beside the other tasks' partitions.
     task.consumer
-        .assign(&assignment)
+        .incremental_assign(&assignment)
         .map_err(kafka_err(&spec.name, "assign partitions"))?;
+    task.assigned = task.runs.iter().map(|r| r.tp.clone()).collect();
 
     let stop = task.run(hooks, &queues, &wake, syncs.as_mut(), outcome);
     if let Err(TaskError::LeaseLost { .. }) = &stop {
         // Before anything else: every moment lets more queued records out.
         task.abandon(syncs.as_mut());
     }
-    // Stop fetching: nothing more will be read, and a closed consumer drops instantly.
+    // Stop fetching: nothing more will be read (the queues go once their partitions are out).
+    task.unassign_all();
     drop(queues);
-    close_consumer(&task.consumer, Duration::from_millis(500));
     match stop {
         Ok(stop) => task.finish(hooks, syncs.as_mut(), stop, outcome),
         Err(e) => {
@@ -370,9 +399,10 @@ impl<'a> CopyLoop<'a> {
     /// sender; registers with the data producer.
     fn open(
         spec: &'a SourceTaskSpec,
-        producer: &'a DataProducer,
+        clients: &'a SliceClients,
         syncs: &mut Option<OffsetSyncSender>,
     ) -> Result<Self, TaskError> {
+        let producer = &clients.producer;
         let task = spec.name.as_str();
         let runs: Vec<PartitionRun> = spec
             .partitions
@@ -382,10 +412,6 @@ impl<'a> CopyLoop<'a> {
                 PartitionRun::new(tp, remote.clone())
             })
             .collect();
-        let consumer_role = format!("{task}|replication-consumer");
-        let config = client_config(&consumer_role, &consumer_props(spec)).map_err(Box::new)?;
-        let consumer: crate::kafka::Managed<BaseConsumer<MirrorContext>> =
-            crate::kafka::create(&consumer_role, &config, MirrorContext).map_err(Box::new)?;
         let tracker = Arc::new(Mutex::new(AckTracker {
             partitions: (0..runs.len()).map(|_| PartitionAcks::default()).collect(),
             ..Default::default()
@@ -403,7 +429,8 @@ impl<'a> CopyLoop<'a> {
         }
         Ok(CopyLoop {
             spec,
-            consumer: consumer.map(Arc::new),
+            consumer: clients.consumer.client(),
+            assigned: Vec::new(),
             slot,
             tracker,
             runs,
@@ -427,7 +454,7 @@ impl<'a> CopyLoop<'a> {
         for run in &self.runs {
             let (topic, partition) = (&run.tp.0, run.tp.1);
             let mut q =
-                PartitionQueue::split(&self.consumer, topic, partition).ok_or_else(|| {
+                PartitionQueue::split(self.consumer, topic, partition).ok_or_else(|| {
                     TaskError::Config(format!(
                         "{}: cannot open a queue for {topic}-{partition}",
                         self.spec.name
@@ -459,7 +486,7 @@ impl<'a> CopyLoop<'a> {
                 return Ok(Stop::Done);
             }
             if self.runs.iter().all(|r| r.done || r.at_end)
-                && confirm_at_end(&self.consumer, &mut self.runs)
+                && confirm_at_end(self.consumer, &mut self.runs)
             {
                 return Ok(Stop::Done);
             }
@@ -527,8 +554,8 @@ impl<'a> CopyLoop<'a> {
             }
         }
         for run in self.runs.iter_mut() {
-            if let Some(gap) = silent_gap(spec, &self.consumer, run)? {
-                apply_gap(spec, &self.consumer, run, gap, gaps)?;
+            if let Some(gap) = silent_gap(spec, self.consumer, run)? {
+                apply_gap(spec, self.consumer, run, gap, gaps)?;
             }
         }
         Ok(progressed)
@@ -608,7 +635,7 @@ impl<'a> CopyLoop<'a> {
                     run.silent_since = None;
                     if run.next.is_none() {
                         // Positioned by reset policy on an empty log: learn the position.
-                        run.next = position_of(&self.consumer, &run.tp);
+                        run.next = position_of(self.consumer, &run.tp);
                         run.report.start_offset = run.next;
                     }
                 }
@@ -618,8 +645,8 @@ impl<'a> CopyLoop<'a> {
                 Some(KafkaError::MessageConsumption(
                     RDKafkaErrorCode::OffsetOutOfRange | RDKafkaErrorCode::AutoOffsetReset,
                 )) => {
-                    let gap = out_of_range_gap(&self.consumer, spec, run)?;
-                    apply_gap(spec, &self.consumer, run, gap, gaps)?;
+                    let gap = out_of_range_gap(self.consumer, spec, run)?;
+                    apply_gap(spec, self.consumer, run, gap, gaps)?;
                     break;
                 }
                 Some(e) => {
@@ -645,10 +672,27 @@ impl<'a> CopyLoop<'a> {
         run.done = true;
         run.report.error = Some(reason);
         // Its queue is no longer drained: stop fetching into it.
+        let tp = run.tp.clone();
+        self.unassign(&[tp]);
+    }
+
+    /// Takes `partitions` out of the consumer's assignment: no more is fetched for them.
+    fn unassign(&mut self, partitions: &[TopicPartition]) {
         let mut tpl = TopicPartitionList::new();
-        tpl.add_partition(&run.tp.0, run.tp.1);
+        for (topic, partition) in partitions {
+            tpl.add_partition(topic, *partition);
+        }
+        self.assigned.retain(|tp| !partitions.contains(tp));
         if let Err(e) = self.consumer.incremental_unassign(&tpl) {
-            tracing::warn!(task = %self.spec.name, error = %e, "could not unassign a failed partition");
+            tracing::warn!(task = %self.spec.name, error = %e, "could not unassign partitions");
+        }
+    }
+
+    /// Takes every partition of this task out of the consumer's assignment.
+    fn unassign_all(&mut self) {
+        let assigned = std::mem::take(&mut self.assigned);
+        if !assigned.is_empty() {
+            self.unassign(&assigned);
         }
     }
 
@@ -816,7 +860,7 @@ impl<'a> CopyLoop<'a> {
         let listed = if lagging.is_empty() || budget.is_zero() {
             Default::default()
         } else {
-            listed_offsets(&self.consumer, &lagging, Offset::End, budget).unwrap_or_default()
+            listed_offsets(self.consumer, &lagging, Offset::End, budget).unwrap_or_default()
         };
         for run in &mut self.runs {
             let next = committed_next(&self.committed, run);
