@@ -14,7 +14,7 @@ use super::partition_queue::FetchedMessage;
 use crate::config::Props;
 use crate::kafka::{client_config, ClientError, Managed};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::{BaseProducer, Producer};
+use rdkafka::producer::{Producer, PurgeConfig, ThreadedProducer};
 use rdkafka_sys as rdsys;
 use rdkafka_sys::types::RDKafkaRespErr;
 use std::collections::HashMap;
@@ -25,7 +25,9 @@ use std::sync::{Arc, Mutex};
 pub struct DataProducer {
     /// Dropped before the producer (field order): librdkafka wants topic handles gone first.
     topics: Mutex<HashMap<String, Arc<TopicHandle>>>,
-    producer: Managed<BaseProducer<CopyContext>>,
+    /// Its own thread serves delivery reports (rdkafka's polling thread): the tasks never
+    /// poll it, so eight tasks do not contend for its queue.
+    producer: Managed<ThreadedProducer<CopyContext>>,
 }
 
 impl DataProducer {
@@ -39,9 +41,9 @@ impl DataProducer {
         })
     }
 
-    /// The librdkafka producer (to poll, flush, purge).
-    pub(super) fn client(&self) -> &BaseProducer<CopyContext> {
-        &self.producer
+    /// Drops records not yet delivered: each is reported as purged to its task.
+    pub(super) fn purge(&self, what: PurgeConfig) {
+        self.producer.purge(what);
     }
 
     /// Registers a task's tracker; a task with too many partitions, or one task too many, is

@@ -51,7 +51,7 @@ use crate::config::Props;
 use crate::kafka::{listed_offsets, ClientError, MirrorContext};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::{Producer, PurgeConfig};
+use rdkafka::producer::PurgeConfig;
 use rdkafka::{Message, Offset, TopicPartitionList};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -354,8 +354,12 @@ const SYNC_PROMOTION_INTERVAL: Duration = Duration::from_secs(1);
 /// Records taken from one partition queue per turn before moving to the next partition.
 const BURST: usize = 512;
 
-/// How long one poll of the data producer may block while a task waits for its deliveries.
-const FLUSH_POLL: Duration = Duration::from_millis(10);
+/// How long a task sleeps between looks at its deliveries (the data producer's own thread
+/// serves them) while it waits for room in the producer queue or for its last reports.
+const DELIVERY_WAIT: Duration = Duration::from_millis(1);
+
+/// How long a task waits for the reports of records it purged at its deadline.
+const PURGE_REPORTS: Duration = Duration::from_millis(100);
 
 fn copy(
     spec: &SourceTaskSpec,
@@ -545,7 +549,6 @@ impl<'a> CopyLoop<'a> {
             }
             None => {}
         }
-        self.slot.producer().client().poll(Duration::ZERO);
 
         let mut progressed = false;
         for (idx, queue) in queues.iter().enumerate() {
@@ -797,26 +800,18 @@ impl<'a> CopyLoop<'a> {
     }
 
     /// Waits for this task's deliveries until the flush deadline (or the lease's end). The
-    /// producer is shared, so this polls it until the task's own records are all reported
-    /// instead of flushing it: other tasks may still be sending.
+    /// producer is shared, so this waits for the task's own records to be reported instead of
+    /// flushing it: other tasks may still be sending.
     fn flush_records(&mut self, hooks: &mut dyn TaskHooks) {
-        let client = self.slot.producer().client();
         let mut limit = WaitLimit::new(self.owned_until, self.spec.flush_deadline);
         let flushed = loop {
-            if self
-                .tracker
-                .lock()
-                .expect("ack tracker poisoned")
-                .outstanding
-                == 0
-            {
+            if self.outstanding() == 0 {
                 break true;
             }
             if limit.reached(hooks) {
                 break false;
             }
-            let budget = limit.until().saturating_duration_since(Instant::now());
-            client.poll(budget.min(FLUSH_POLL));
+            std::thread::sleep(DELIVERY_WAIT);
         };
         self.owned_until = limit.owned_until;
         if !flushed {
@@ -825,9 +820,17 @@ impl<'a> CopyLoop<'a> {
             // flight may still succeed; they are the only possible duplicates (at-least-once).
             // The slice's other tasks are at the same deadline (or their own lease's end).
             tracing::warn!(task = %self.spec.name, "producer flush incomplete; purging unsent records, which the next slice replicates");
-            client.purge(PurgeConfig::default().queue());
-            client.poll(Duration::from_millis(100));
+            self.slot.producer().purge(PurgeConfig::default().queue());
+            let reported = Instant::now() + PURGE_REPORTS;
+            while self.outstanding() > 0 && Instant::now() < reported {
+                std::thread::sleep(DELIVERY_WAIT);
+            }
         }
+    }
+
+    /// Records of this task handed to the producer and not yet reported.
+    fn outstanding(&self) -> usize {
+        self.tracker.lock().expect("ack tracker poisoned").outstanding
     }
 
     /// Figures count only what was acknowledged and committed. A partition is caught up when
@@ -926,9 +929,7 @@ impl<'a> CopyLoop<'a> {
     /// stay unacknowledged (never committed past), and each of those tasks stops copying as
     /// soon as it sees the hole (see [`CopyLoop::run`]).
     fn abandon(&self, syncs: Option<&mut OffsetSyncSender>) {
-        let client = self.slot.producer().client();
-        client.purge(PurgeConfig::default().queue().inflight());
-        client.poll(Duration::ZERO);
+        (self.slot.producer()).purge(PurgeConfig::default().queue().inflight());
         if let Some(s) = syncs {
             s.purge();
         }
@@ -995,7 +996,7 @@ fn forward(
                     return Err(KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull));
                 }
                 // Back-pressure: let deliveries drain, then retry the same record.
-                slot.producer().client().poll(Duration::from_millis(5));
+                std::thread::sleep(DELIVERY_WAIT);
             }
             Err(code) => {
                 // Never sent: forget it so it cannot block the committable offset.

@@ -145,6 +145,15 @@ impl<C: rdkafka::producer::ProducerContext> HasClient for rdkafka::producer::Bas
     }
 }
 
+impl<C: rdkafka::producer::ProducerContext + 'static> HasClient
+    for rdkafka::producer::ThreadedProducer<C>
+{
+    type Context = C;
+    fn raw_client(&self) -> &Client<C> {
+        rdkafka::producer::Producer::client(self)
+    }
+}
+
 impl<C: ClientContext + 'static> HasClient for rdkafka::producer::FutureProducer<C> {
     type Context = rdkafka::producer::future_producer::FutureProducerContext<C>;
     fn raw_client(&self) -> &Client<Self::Context> {
