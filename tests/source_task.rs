@@ -613,3 +613,40 @@ async fn a_purge_of_the_shared_producer_is_never_committed_past() {
         "first copies in source order"
     );
 }
+
+// Source batches compressed with every codec Kafka has (the topic's `compression.type` makes
+// the broker store them so, whatever the producer sent) are read and copied byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compressed_source_batches_copy_byte_exact() {
+    let stack = common::stack();
+    for codec in ["gzip", "snappy", "lz4", "zstd"] {
+        let source = common::unique(&format!("task-{codec}"));
+        let remote = format!("A.{source}");
+        let partitions = 2;
+        common::create_topic(
+            &stack.a,
+            &source,
+            partitions,
+            &[("compression.type", codec)],
+        )
+        .await;
+        common::create_topic(&stack.b, &remote, partitions, &[]).await;
+        let data = tricky_records(partitions, 20);
+        common::produce(&stack.a, &source, &data).await;
+        let s = spec(&source, &remote, partitions, &BTreeMap::new());
+        let (outcome, _) = tokio::task::spawn_blocking(move || {
+            let mut hooks = MemoryHooks::default();
+            (run_source_task(&s, &mut hooks), hooks)
+        })
+        .await
+        .unwrap();
+        assert_eq!(outcome.error, None, "{codec}: {outcome:?}");
+        assert!(outcome.caught_up, "{codec}: {outcome:?}");
+        let copied = common::consume_all(&stack.b, &remote, partitions).await;
+        let mut got: Vec<TestRecord> = copied.iter().map(|c| c.to_test_record()).collect();
+        got.sort_by_key(|r| (r.partition, r.timestamp));
+        let mut expected = data.clone();
+        expected.sort_by_key(|r| (r.partition, r.timestamp));
+        assert_eq!(got, expected, "{codec}: byte-exact copy");
+    }
+}

@@ -108,7 +108,8 @@ pub(super) async fn matrix(s: &Settings) -> BenchResult<()> {
         consumer: Vec::new(),
         producer: Vec::new(),
     };
-    let mut lines = Vec::new();
+    print_header(s);
+    let mut verdicts = Vec::new();
     for case in CASES {
         let records = (s.records * 512 / case.size as u64).max(case.partitions as u64);
         let per_partition = records.div_ceil(case.partitions as u64);
@@ -122,14 +123,15 @@ pub(super) async fn matrix(s: &Settings) -> BenchResult<()> {
         let topic = unique("benchmx-");
         create_topic(&s.a, &topic, case.partitions).await?;
         let t = Instant::now();
+        let (size, compression) = (case.size, case.compression);
         produce_compressed(
             &s.a,
             &topic,
             case.partitions,
             per_partition,
-            case.size,
+            size,
             "key",
-            case.compression,
+            compression,
         )?;
         eprintln!(
             "matrix: {}: seeded {records} records into {topic} in {:.1?}",
@@ -153,28 +155,32 @@ pub(super) async fn matrix(s: &Settings) -> BenchResult<()> {
                 .map(|(_, row)| row)
                 .collect()
         };
-        let pipe_mbps = median(
-            &kind(Runner::Pipe)
-                .iter()
-                .map(|r| r.mbps(r.own))
-                .collect::<Vec<_>>(),
-        );
-        let pipe = figures(&kind(Runner::Pipe), pipe_mbps);
-        lines.push((case, "pipe".to_string(), None, pipe));
+        let pipe_runs = kind(Runner::Pipe);
+        let pipe_mbps = median(&pipe_runs.iter().map(|r| r.mbps(r.own)).collect::<Vec<_>>());
+        let pipe = figures(&pipe_runs, pipe_mbps);
+        print_line(case, "pipe", &pipe, None);
         for &tasks in case.tasks {
             let f = figures(&kind(Runner::Mirrorslice { tasks }), pipe_mbps);
-            lines.push((case, format!("tasks.max={tasks}"), Some(tasks), f));
+            let cpu_ratio = f.cpu_s_per_gb.zip(pipe.cpu_s_per_gb).map(|(c, p)| c / p);
+            print_line(case, &format!("tasks.max={tasks}"), &f, cpu_ratio);
+            if case.size == 512 && case.partitions == 8 && case.compression == "none" {
+                verdicts.extend(verdict_line(tasks, &f, cpu_ratio));
+            }
         }
     }
-    print_matrix(s, &lines);
+    println!("goals at 512 B, 8 partitions:");
+    for v in verdicts {
+        println!("{v}");
+    }
+    println!("   load average now {}", load());
     Ok(())
 }
 
-type Line<'c> = (&'c Case, String, Option<u32>, Figures);
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("?".to_string(), |v| format!("{v:.digits$}"))
+}
 
-fn print_matrix(s: &Settings, lines: &[Line<'_>]) {
-    let opt =
-        |v: Option<f64>, digits: usize| v.map_or("?".to_string(), |v| format!("{v:.digits$}"));
+fn print_header(s: &Settings) {
     println!();
     println!(
         "== 4. Throughput matrix (issue #14): medians of {} runs; MB = 10^6 bytes of key+value; own timers ==",
@@ -184,42 +190,36 @@ fn print_matrix(s: &Settings, lines: &[Line<'_>]) {
         "{:<34} {:<12} {:>7} {:>10} {:>6} {:>9} {:>9} {:>6}",
         "case", "run", "MB/s", "records/s", "×pipe", "peak MiB", "CPU s/GB", "×pipe"
     );
-    let mut pipe_cpu = None;
-    let mut verdicts = Vec::new();
-    for (case, run, tasks, f) in lines {
-        if tasks.is_none() {
-            pipe_cpu = f.cpu_s_per_gb;
-        }
-        let cpu_ratio = f.cpu_s_per_gb.zip(pipe_cpu).map(|(c, p)| c / p);
-        println!(
-            "{:<34} {:<12} {:>7.1} {:>10.0} {:>6.2} {:>9} {:>9} {:>6}",
-            case.label,
-            run,
-            f.mbps,
-            f.rps,
-            f.ratio,
-            opt(f.peak_rss_mib, 1),
-            opt(f.cpu_s_per_gb, 2),
-            opt(cpu_ratio, 2)
-        );
-        if let (Some(tasks @ (1 | 8)), 512, 8, "none") =
-            (*tasks, case.size, case.partitions, case.compression)
-        {
-            let rss_goal = if tasks == 1 { 48.0 } else { 64.0 };
-            verdicts.push(format!(
-                "   tasks.max={tasks}: {:.2}× the pipe (goal ≥ 1.0: {}); peak RSS {} MiB (goal ≤ {rss_goal}: {}); CPU {}× the pipe's per GB (goal ≤ 1.0: {})",
-                f.ratio,
-                verdict(f.ratio >= 1.0),
-                opt(f.peak_rss_mib, 1),
-                f.peak_rss_mib.map_or("?", |m| verdict(m <= rss_goal)),
-                opt(cpu_ratio, 2),
-                cpu_ratio.map_or("?", |r| verdict(r <= 1.0)),
-            ));
-        }
-    }
-    println!("goals at 512 B, 8 partitions:");
-    for v in verdicts {
-        println!("{v}");
-    }
-    println!("   load average now {}", load());
+}
+
+fn print_line(case: &Case, run: &str, f: &Figures, cpu_ratio: Option<f64>) {
+    println!(
+        "{:<34} {:<12} {:>7.1} {:>10.0} {:>6.2} {:>9} {:>9} {:>6}",
+        case.label,
+        run,
+        f.mbps,
+        f.rps,
+        f.ratio,
+        opt(f.peak_rss_mib, 1),
+        opt(f.cpu_s_per_gb, 2),
+        opt(cpu_ratio, 2)
+    );
+}
+
+/// #14's goals for one and eight tasks at 512 B.
+fn verdict_line(tasks: u32, f: &Figures, cpu_ratio: Option<f64>) -> Option<String> {
+    let rss_goal = match tasks {
+        1 => 48.0,
+        8 => 64.0,
+        _ => return None,
+    };
+    Some(format!(
+        "   tasks.max={tasks}: {:.2}× the pipe (goal ≥ 1.0: {}); peak RSS {} MiB (goal ≤ {rss_goal}: {}); CPU {}× the pipe's per GB (goal ≤ 1.0: {})",
+        f.ratio,
+        verdict(f.ratio >= 1.0),
+        opt(f.peak_rss_mib, 1),
+        f.peak_rss_mib.map_or("?", |m| verdict(m <= rss_goal)),
+        opt(cpu_ratio, 2),
+        cpu_ratio.map_or("?", |r| verdict(r <= 1.0)),
+    ))
 }

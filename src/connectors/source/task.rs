@@ -314,6 +314,8 @@ struct CopyLoop<'a> {
     topics: Vec<Arc<TopicHandle>>,
     /// Records taken from a partition queue at once (kept to reuse its allocation).
     burst: Vec<FetchedMessage>,
+    /// Turns taken so far (the consumer's main queue is polled every [`MAIN_QUEUE_EVERY`]).
+    turns: u32,
     /// Last offset committed (and confirmed) per partition in this slice.
     committed: BTreeMap<TopicPartition, i64>,
     /// When the last commit was started, and the bytes acknowledged by then.
@@ -353,6 +355,9 @@ const SYNC_PROMOTION_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Records taken from one partition queue per turn before moving to the next partition.
 const BURST: usize = 512;
+
+/// A task polls the consumer's main queue every this many turns.
+const MAIN_QUEUE_EVERY: u32 = 8;
 
 /// How long a task sleeps between looks at its deliveries (the data producer's own thread
 /// serves them) while it waits for room in the producer queue or for its last reports.
@@ -440,6 +445,7 @@ impl<'a> CopyLoop<'a> {
             runs,
             topics,
             burst: Vec::with_capacity(BURST),
+            turns: 0,
             committed: BTreeMap::new(),
             last_commit: Instant::now(),
             acked_at_commit: 0,
@@ -535,8 +541,14 @@ impl<'a> CopyLoop<'a> {
     ) -> Result<bool, TaskError> {
         let spec = self.spec;
         // The consumer's main queue carries errors and statistics, never records: with the
-        // queues split before assign, a record here would be copied out of order.
-        match self.consumer.poll(Duration::ZERO) {
+        // queues split before assign, a record here would be copied out of order. It is the
+        // slice's, polled by every task: every few turns is often enough.
+        self.turns = self.turns.wrapping_add(1);
+        let main_queue_due = self.turns % MAIN_QUEUE_EVERY == 1;
+        match main_queue_due
+            .then(|| self.consumer.poll(Duration::ZERO))
+            .flatten()
+        {
             Some(Err(e)) => tracing::warn!(task = %spec.name, error = %e, "consumer error"),
             Some(Ok(m)) => {
                 return Err(TaskError::Config(format!(
@@ -830,7 +842,10 @@ impl<'a> CopyLoop<'a> {
 
     /// Records of this task handed to the producer and not yet reported.
     fn outstanding(&self) -> usize {
-        self.tracker.lock().expect("ack tracker poisoned").outstanding
+        self.tracker
+            .lock()
+            .expect("ack tracker poisoned")
+            .outstanding
     }
 
     /// Figures count only what was acknowledged and committed. A partition is caught up when
