@@ -380,6 +380,10 @@ impl SourceSlice<'_> {
         outcome: &ConnectorPhaseOutcome,
         won: &[WonTask],
     ) -> Shared {
+        if won.is_empty() {
+            // Nothing to copy: no clients to create (and to close on the runtime's thread).
+            return Err("no task to run".into());
+        }
         let cfg = &self.configs.source;
         let consumer = (cfg.common).client_config(
             ClusterSide::Source,
