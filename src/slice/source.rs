@@ -118,7 +118,7 @@ impl SourceSlice<'_> {
                 return Err(e);
             }
         };
-        let shared = self.shared_clients(&clients, &outcome, &won);
+        let shared = self.shared_clients(&clients, &outcome, &won).await;
         let mut running = tokio::task::JoinSet::new();
         for task in won {
             let run = self.task_run(task, &outcome, &topics, &clients, &shared);
@@ -373,8 +373,9 @@ impl SourceSlice<'_> {
 
     /// The replication consumer and data producer the slice's tasks share, sized for the
     /// partitions of the tasks it runs (`won`). A failure to create them fails every task,
-    /// naming the client.
-    fn shared_clients(
+    /// naming the client. Created on a blocking thread, as each task's clients were: librdkafka
+    /// starts its threads and (with TLS) loads its trust store there.
+    async fn shared_clients(
         &self,
         clients: &WorkerClients,
         outcome: &ConnectorPhaseOutcome,
@@ -396,9 +397,14 @@ impl SourceSlice<'_> {
             .map(|t| outcome.task_partitions[t.id as usize].len())
             .sum();
         let owner = format!("{}|{CONNECTOR}", self.flow());
-        SliceClients::open(&owner, &consumer, &producer, partitions)
-            .map(Arc::new)
-            .map_err(|e| e.to_string())
+        let opened = tokio::task::spawn_blocking(move || {
+            SliceClients::open(&owner, &consumer, &producer, partitions)
+        });
+        match opened.await {
+            Ok(Ok(clients)) => Ok(Arc::new(clients)),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(e) => Err(format!("creating the replication clients panicked: {e}")),
+        }
     }
 
     /// Step 5: as each task ends, its final status and slice report go to the status topic,
@@ -499,6 +505,8 @@ impl TaskRun {
             Ok(l) => l,
             Err(e) => {
                 let outcome = TaskOutcome::empty(Some(format!("load stored offsets: {e}")));
+                // Possibly the last holder: closing the consumer blocks, so not on this thread.
+                drop(tokio::task::spawn_blocking(move || drop(shared)));
                 return (finished(lease), outcome);
             }
         };
