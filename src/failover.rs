@@ -42,6 +42,7 @@ use crate::kafka::admin_ext::{
     AdminError, GroupState,
 };
 use crate::kafka::internal_log::{self, LogError, BEGINNING};
+use crate::kafka::probe::{connections, require_answer};
 use crate::kafka::ClientError;
 use crate::plan::select_pairs;
 use crate::policy::ReplicationPolicy;
@@ -278,6 +279,7 @@ pub async fn read_translation(
     timeout: Duration,
 ) -> Result<Translation, FailoverError> {
     let client = TargetClient::new(mm, flow)?;
+    client.probe(&flow.target, timeout).await?;
     let topic = client.policy.checkpoints_topic(&flow.source);
     let read_err = |source| FailoverError::Read {
         cluster: flow.target.clone(),
@@ -463,6 +465,19 @@ impl TargetClient {
             admin,
             admin_role: format!("failover {flow} admin on {}", flow.target),
         })
+    }
+}
+
+impl TargetClient {
+    /// Connects as the consumer and the admin before reading: a rejected password or
+    /// certificate fails at once, naming the cluster and the cause, instead of ending the
+    /// read at `timeout` with librdkafka's "timed out".
+    async fn probe(&self, cluster: &str, timeout: Duration) -> Result<(), FailoverError> {
+        let clients = [("consumer", &self.consumer), ("admin", &self.admin)];
+        for (what, props) in connections(&self.admin, &clients) {
+            require_answer(cluster, &what, &self.admin_role, &props, timeout).await?;
+        }
+        Ok(())
     }
 }
 

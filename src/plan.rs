@@ -216,6 +216,43 @@ fn cluster_admin_props(mm: &MirrorMakerConfig, alias: &str) -> Result<Props, Con
     Ok(admin)
 }
 
+/// Probes the clients that connect unlike the admin (a consumer with a password of its own,
+/// say) on the clusters that answered the admin: a slice would refuse them at start. A
+/// refusal marks the cluster unreachable, with the cause.
+async fn probe_other_clients(
+    configs: &[PairConfigs],
+    clusters: &mut [ClusterPlan],
+    timeout: Duration,
+) {
+    let mut probes = tokio::task::JoinSet::new();
+    let mut seen = Vec::new();
+    for (alias, what, props) in configs.iter().flat_map(crate::slice::client_connections) {
+        let answered = clusters
+            .iter()
+            .any(|c| c.alias == alias && c.reachable == Some(true));
+        if !answered || what == "connect" || what.contains("admin") || seen.contains(&props) {
+            continue;
+        }
+        seen.push(props.clone());
+        probes.spawn(async move {
+            let role = format!("{alias}|plan-probe");
+            let found = require_answer(&alias, &what, &role, &props, timeout).await;
+            (alias, found)
+        });
+    }
+    while let Some(joined) = probes.join_next().await {
+        let (alias, found) = joined.expect("probe task panicked");
+        let Err(e) = found else { continue };
+        if let Some(c) = clusters
+            .iter_mut()
+            .find(|c| c.alias == alias && c.error.is_none())
+        {
+            c.reachable = Some(false);
+            c.error = Some(e.to_string());
+        }
+    }
+}
+
 /// Build the plan. Config errors are returned; unreachable clusters are reported in the plan.
 pub async fn build_plan(mm: &MirrorMakerConfig, opts: &PlanOptions) -> Result<Plan, PlanError> {
     let pairs = select_pairs(mm, &opts.targets, opts.flow.as_ref())?;
@@ -261,7 +298,7 @@ pub async fn build_plan(mm: &MirrorMakerConfig, opts: &PlanOptions) -> Result<Pl
         queries.spawn(async move {
             let role = format!("{alias}|plan-admin");
             let result = async {
-                require_answer(&alias, &role, &admin, timeout).await?;
+                require_answer(&alias, "connect", &role, &admin, timeout).await?;
                 list_topics(&alias, &role, &admin, timeout).await
             }
             .await;
@@ -291,6 +328,7 @@ pub async fn build_plan(mm: &MirrorMakerConfig, opts: &PlanOptions) -> Result<Pl
         }
     }
     clusters.sort_by_key(|c| aliases.iter().position(|a| *a == c.alias));
+    probe_other_clients(&configs, &mut clusters, opts.timeout).await;
 
     let mut problems: Vec<String> = clusters
         .iter()

@@ -18,6 +18,7 @@ use rdkafka::producer::{BaseProducer, DeliveryResult, Producer, ProducerContext}
 use rdkafka_sys as rdsys;
 
 use super::{client_config, ClientError, MirrorContext};
+use crate::config::mm2::is_client_config_name;
 use crate::config::Props;
 
 /// How long each metadata request waits before the error callback is looked at again.
@@ -122,11 +123,61 @@ fn is_fatal(error: &KafkaError, reason: &str) -> bool {
         .any(|hint| reason.contains(hint))
 }
 
+/// Does `key` decide where and how a client connects? MirrorMaker's client config names
+/// (bootstrap servers, security protocol, `ssl.*`, `sasl.*`) and our librdkafka escape
+/// hatch for the same.
+fn is_connection_key(key: &str) -> bool {
+    is_client_config_name(key)
+        || key.strip_prefix("rdkafka.").is_some_and(|name| {
+            name.starts_with("ssl.") || name.starts_with("sasl.") || name == "security.protocol"
+        })
+}
+
+/// The distinct ways a cluster's clients connect. A cluster's clients may connect
+/// differently (`A.consumer.sasl.jaas.config` with its own password, say): each distinct
+/// set of connection settings among `clients` (named by client kind) is one probe, made of
+/// `base` with those settings. Yields the probe's name for errors (`connect`, or `connect as
+/// consumer` when not every client connects alike) and its settings.
+pub fn connections(base: &Props, clients: &[(&str, &Props)]) -> Vec<(String, Props)> {
+    let mut distinct: Vec<(Props, Vec<&str>)> = Vec::new();
+    for (kind, props) in clients {
+        let settings: Props = props
+            .iter()
+            .filter(|(k, _)| is_connection_key(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        match distinct.iter_mut().find(|(s, _)| *s == settings) {
+            Some((_, kinds)) => kinds.push(kind),
+            None => distinct.push((settings, vec![kind])),
+        }
+    }
+    let alike = distinct.len() == 1;
+    distinct
+        .into_iter()
+        .map(|(settings, kinds)| {
+            let mut props: Props = base
+                .iter()
+                .filter(|(k, _)| !is_connection_key(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            props.extend(settings);
+            let what = if alike {
+                "connect".to_string()
+            } else {
+                format!("connect as {}", kinds.join(" and "))
+            };
+            (what, props)
+        })
+        .collect()
+}
+
 /// Asks `cluster` for its brokers with the client settings `java` (Java names), for at most
 /// `limit`. An error retrying cannot fix ends the probe at once, as an error naming the
-/// cluster, its bootstrap servers and librdkafka's reason.
+/// cluster, its bootstrap servers, `what` was tried (`connect`, `connect as consumer`) and
+/// librdkafka's reason.
 pub async fn probe(
     cluster: &str,
+    what: &str,
     role: &str,
     java: &Props,
     limit: Duration,
@@ -147,15 +198,15 @@ pub async fn probe(
             Ok(watch(&producer, limit))
         })
         .await
-        .map_err(|e| connect_error(cluster, java, e.to_string()))??;
-    found.map_err(|message| connect_error(cluster, java, with_hint(message, &bootstrap)))
+        .map_err(|e| connect_error(cluster, what, java, e.to_string()))??;
+    found.map_err(|message| connect_error(cluster, what, java, with_hint(message, &bootstrap)))
 }
 
-fn connect_error(cluster: &str, java: &Props, message: String) -> ClientError {
+fn connect_error(cluster: &str, what: &str, java: &Props, message: String) -> ClientError {
     ClientError::Request {
         cluster: cluster.to_string(),
         bootstrap: java.get("bootstrap.servers").cloned().unwrap_or_default(),
-        what: "connect".into(),
+        what: what.into(),
         message,
     }
 }
@@ -177,17 +228,18 @@ fn with_hint(message: String, bootstrap: &str) -> String {
 /// As [`probe`], and silence within `limit` is an error too: the cluster is unreachable.
 pub async fn require_answer(
     cluster: &str,
+    what: &str,
     role: &str,
     java: &Props,
     limit: Duration,
 ) -> Result<usize, ClientError> {
-    match probe(cluster, role, java, limit).await? {
+    match probe(cluster, what, role, java, limit).await? {
         Probe::Answered { brokers } => Ok(brokers),
         Probe::Silent { last_error } => {
             let last_error = last_error.as_deref();
             let cause = last_error.unwrap_or("no connection error was reported");
             let message = format!("no broker answered within {limit:?}: {cause}");
-            Err(connect_error(cluster, java, message))
+            Err(connect_error(cluster, what, java, message))
         }
     }
 }
@@ -242,6 +294,47 @@ fn brokers(producer: &BaseProducer<ProbeContext>, timeout: Duration) -> Option<u
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::props_of;
+
+    #[test]
+    fn clients_that_connect_alike_are_probed_once_and_others_by_name() {
+        let admin = props_of(&[
+            ("bootstrap.servers", "a:9092"),
+            ("sasl.jaas.config", "right"),
+            ("client.id", "admin"),
+        ]);
+        let producer = props_of(&[
+            ("bootstrap.servers", "a:9092"),
+            ("sasl.jaas.config", "right"),
+            ("linger.ms", "5"),
+        ]);
+        let alike = connections(&admin, &[("admin", &admin), ("producer", &producer)]);
+        assert_eq!(alike, vec![("connect".to_string(), admin.clone())]);
+
+        let mut consumer = admin.clone();
+        consumer.insert("sasl.jaas.config".into(), "own".into());
+        consumer.insert("rdkafka.ssl.ca.location".into(), "/ca.pem".into());
+        consumer.insert("group.id".into(), "g".into());
+        let clients = [
+            ("admin", &admin),
+            ("consumer", &consumer),
+            ("producer", &producer),
+        ];
+        let found = connections(&admin, &clients);
+        let whats: Vec<&str> = found.iter().map(|(w, _)| w.as_str()).collect();
+        assert_eq!(
+            whats,
+            ["connect as admin and producer", "connect as consumer"]
+        );
+        // The consumer's connection settings on the admin's others: no group.id.
+        let expected = props_of(&[
+            ("bootstrap.servers", "a:9092"),
+            ("sasl.jaas.config", "own"),
+            ("rdkafka.ssl.ca.location", "/ca.pem"),
+            ("client.id", "admin"),
+        ]);
+        assert_eq!(found[1].1, expected);
+    }
 
     #[test]
     fn fatal_errors_are_credentials_certificates_and_protocol_mismatches() {

@@ -32,7 +32,7 @@ use crate::connect::worker_group::{java_workers, JavaWorkers};
 use crate::connectors::checkpoint::runner::{self as checkpoint_runner, CheckpointEnv};
 use crate::connectors::heartbeat::{run_heartbeats, HeartbeatLeases};
 use crate::connectors::source::connector as source_connector;
-use crate::kafka::probe::{probe, Probe};
+use crate::kafka::probe::{connections, probe, Probe};
 use crate::kafka::ClientError;
 use crate::lease::{HeldLease, LeaseStore, LeaseTiming};
 use crate::plan::{pair_configs, PairConfigs};
@@ -326,20 +326,43 @@ fn spawn_cluster_probes(
     let limit = deadline
         .saturating_duration_since(Instant::now())
         .min(PROBE_LIMIT);
-    let common = &configs.source.common;
     let mut probes = tokio::task::JoinSet::new();
-    for (alias, side) in [
-        (&common.source_alias, ClusterSide::Source),
-        (&common.target_alias, ClusterSide::Target),
-    ] {
-        let alias = alias.clone();
-        let admin = common.client_config(side, ClientKind::Admin, "probe", None);
+    for (alias, what, props) in client_connections(configs) {
         probes.spawn(async move {
-            let found = probe(&alias, &format!("{alias}|probe"), &admin, limit).await;
+            let role = format!("{alias}|probe");
+            let found = probe(&alias, &what, &role, &props, limit).await;
             (alias, found)
         });
     }
     probes
+}
+
+/// The distinct ways the pair's clients connect to its two clusters (see
+/// [`connections`]): every kind of client a slice makes on each side, so that a password set
+/// for the consumer alone is tried as well. Yields (cluster alias, probe name, settings).
+pub(crate) fn client_connections(configs: &PairConfigs) -> Vec<(String, String, Props)> {
+    let common = &configs.source.common;
+    let mut found = Vec::new();
+    for (alias, side) in [
+        (&common.source_alias, ClusterSide::Source),
+        (&common.target_alias, ClusterSide::Target),
+    ] {
+        let [admin, consumer, producer] = [
+            ClientKind::Admin,
+            ClientKind::Consumer,
+            ClientKind::Producer,
+        ]
+        .map(|kind| common.client_config(side, kind, "probe", None));
+        let clients = [
+            ("admin", &admin),
+            ("consumer", &consumer),
+            ("producer", &producer),
+        ];
+        for (what, props) in connections(&admin, &clients) {
+            found.push((alias.clone(), what, props));
+        }
+    }
+    found
 }
 
 /// Stops the slice at once when a cluster refused our credentials or certificates. A cluster
