@@ -126,6 +126,9 @@ pub async fn fetch(refs: &BTreeSet<SecretRef>, ttl: Duration) -> Result<(), (Sec
         .await;
     let mut fetches = tokio::task::JoinSet::new();
     for r in stale {
+        // One line per GetSecretValue call, naming the secret (never its value): how often a
+        // warm function calls Secrets Manager is visible at debug level.
+        tracing::debug!(secret = %r.id, "fetching secret from Secrets Manager");
         let (sdk, r) = (sdk.clone(), r.clone());
         fetches.spawn(async move {
             let fetched = fetch_one(&sdk, &r).await;

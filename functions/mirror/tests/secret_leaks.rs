@@ -2,7 +2,8 @@
 //! `ssl.key.password`, each really used to authenticate, appear nowhere in what `plan`, `run`,
 //! `translate-offsets` and the Lambda function print (logs at trace level, librdkafka's own
 //! debug logs on, reports, EMF lines, the posted response), nor in any record of the flow's
-//! internal topics, nor in the CLI's state directory.
+//! internal topics (checkpoints included: a group on A is checkpointed), nor in the CLI's state
+//! directory.
 //!
 //! Apache Kafka stack only (its cluster A serves the secured listeners). The flow writes to
 //! B, as every test's does: topics it created on A (`heartbeats`) would be replicated and
@@ -19,6 +20,8 @@ use std::time::Duration;
 use common::secured::{create_scram_user, secured};
 use lambda::{Function, RuntimeStub};
 use mirrorslice::lease::dynamodb::DynamoLeaseStore;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_secret_in_output_logs_or_internal_topics() {
@@ -63,7 +66,10 @@ async fn no_secret_in_output_logs_or_internal_topics() {
          {source}.consumer.ssl.keystore.type = PEM\n\
          {source}.consumer.ssl.keystore.location = {keystore}\n\
          {source}.consumer.ssl.key.password = {key_password}\n\
-         {target}.offset.flush.interval.ms = 200\n",
+         {target}.offset.flush.interval.ms = 200\n\
+         {source}->{target}.groups = .*-{source}\n\
+         emit.checkpoints.interval.seconds = 0\n\
+         refresh.groups.interval.seconds = 0\n",
         user = sec.scram_user,
         ca = sec.file("ca.pem"),
         mtls = sec.mtls,
@@ -86,6 +92,8 @@ async fn no_secret_in_output_logs_or_internal_topics() {
     let topic = format!("orders-{source}");
     common::create_topic(&stack.a, &topic, 2, &[]).await;
     common::produce(&stack.a, &topic, &common::keyed_records(2, 200)).await;
+    // A consumer group half way through the topic, for the checkpoint topic to hold records.
+    commit_group(&stack.a, &format!("g-{source}"), &topic, 2, 50);
 
     // 3. Every command, at trace level with librdkafka's debug logs.
     let state = tempfile::tempdir().unwrap();
@@ -165,8 +173,14 @@ async fn no_secret_in_output_logs_or_internal_topics() {
     for (what, text) in &printed {
         assert_no_plant(&plants, what, text);
     }
+    let checkpoints = format!("{source}.checkpoints.internal");
+    assert!(
+        common::has_records(&stack.b, &checkpoints, 1).await,
+        "no checkpoint to read in {checkpoints}"
+    );
     for (cluster, topic, partitions) in [
         (&stack.b, format!("mm2-configs.{source}.internal"), 1),
+        (&stack.b, checkpoints, 1),
         (&stack.b, format!("mm2-offsets.{source}.internal"), 25),
         (&stack.b, format!("mm2-status.{source}.internal"), 5),
         (&stack.b, "heartbeats".to_string(), 1),
@@ -189,6 +203,25 @@ async fn no_secret_in_output_logs_or_internal_topics() {
         let text = String::from_utf8_lossy(&std::fs::read(&entry).unwrap()).into_owned();
         assert_no_plant(&plants, &entry.display().to_string(), &text);
     }
+}
+
+/// Commits `group` at `offset` in each of `topic`'s partitions, as a consumer that stopped
+/// there.
+fn commit_group(bootstrap: &str, group: &str, topic: &str, partitions: i32, offset: i64) {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .create()
+        .expect("consumer");
+    let mut offsets = TopicPartitionList::new();
+    for partition in 0..partitions {
+        offsets
+            .add_partition_offset(topic, partition, Offset::Offset(offset))
+            .unwrap();
+    }
+    consumer
+        .commit(&offsets, CommitMode::Sync)
+        .unwrap_or_else(|e| panic!("commit {group}: {e}"));
 }
 
 fn assert_no_plant(plants: &[&str], what: &str, text: &str) {
