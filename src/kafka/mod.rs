@@ -6,6 +6,7 @@
 //! `A.consumer.*` key is traced back to where it came from.
 
 pub mod admin_ext;
+mod certificate_check;
 pub mod client_config;
 pub mod cluster;
 pub mod internal_log;

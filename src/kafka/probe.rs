@@ -17,6 +17,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseProducer, DeliveryResult, Producer, ProducerContext};
 use rdkafka_sys as rdsys;
 
+use super::certificate_check::{self, Trust};
 use super::{client_config, ClientError, MirrorContext};
 use crate::config::mm2::is_client_config_name;
 use crate::config::Props;
@@ -195,11 +196,14 @@ pub async fn probe(
             }
             let producer: crate::kafka::Managed<BaseProducer<ProbeContext>> =
                 crate::kafka::create(&role, &config, ProbeContext::default())?;
-            Ok(watch(&producer, limit))
+            let found = watch(&producer, limit);
+            drop(producer);
+            let trust = Trust::of(|key| config.get(key));
+            Ok(found.map_err(|message| with_hint(message, &bootstrap, &trust)))
         })
         .await
         .map_err(|e| connect_error(cluster, what, java, e.to_string()))??;
-    found.map_err(|message| connect_error(cluster, what, java, with_hint(message, &bootstrap)))
+    found.map_err(|message| connect_error(cluster, what, java, message))
 }
 
 fn connect_error(cluster: &str, what: &str, java: &Props, message: String) -> ClientError {
@@ -212,17 +216,31 @@ fn connect_error(cluster: &str, what: &str, java: &Props, message: String) -> Cl
 }
 
 /// librdkafka says the same for an untrusted certificate and for one that does not name the
-/// host connected to ("verify that ssl.ca.location is correctly configured"); say both.
-fn with_hint(message: String, bootstrap: &str) -> String {
-    if message.contains("certificate verify failed") {
-        format!(
+/// host connected to ("verify that ssl.ca.location is correctly configured"): ask OpenSSL
+/// which, or say both when that cannot be found out.
+fn with_hint(message: String, bootstrap: &str, trust: &Trust) -> String {
+    if !message.contains("certificate verify failed") {
+        return message;
+    }
+    let broker = refused_broker(&message)
+        .or_else(|| bootstrap.split(',').next())
+        .unwrap_or_default()
+        .trim();
+    match certificate_check::explain(broker, trust) {
+        Some(why) => format!("{message} — {why}"),
+        None => format!(
             "{message} — the broker's certificate is not signed by a CA in \
              ssl.truststore.location, or does not name the host connected to ({bootstrap}; \
              host names are checked unless ssl.endpoint.identification.algorithm is empty)"
-        )
-    } else {
-        message
+        ),
     }
+}
+
+/// The `host:port` of librdkafka's broker name at the start of its message
+/// (`ssl://localhost:9093/bootstrap: SSL handshake failed: ...`).
+fn refused_broker(message: &str) -> Option<&str> {
+    let (_, rest) = message.split_once("://")?;
+    rest.split_once('/').map(|(broker, _)| broker)
 }
 
 /// As [`probe`], and silence within `limit` is an error too: the cluster is unreachable.
@@ -334,6 +352,14 @@ mod tests {
             ("client.id", "admin"),
         ]);
         assert_eq!(found[1].1, expected);
+    }
+
+    #[test]
+    fn the_refused_broker_is_read_from_librdkafkas_message() {
+        let message = "sasl_ssl://b-1.msk.example:9096/1: SSL handshake failed: \
+                       error:0A000086:SSL routines::certificate verify failed";
+        assert_eq!(refused_broker(message), Some("b-1.msk.example:9096"));
+        assert_eq!(refused_broker("SSL handshake failed"), None);
     }
 
     #[test]
