@@ -84,3 +84,58 @@ async fn a_missing_secret_or_key_names_secret_key_and_property() {
         assert!(!stderr.contains(&planted), "{stderr}");
     }
 }
+
+/// `plan` of `flow` with the stack's environment but no `AWS_ENDPOINT_URL_SECRETS_MANAGER`:
+/// Secrets Manager is reached through the generic `AWS_ENDPOINT_URL`, set to `endpoint`.
+/// DynamoDB keeps its own variable, which the generic one does not override.
+fn plan_with_generic_endpoint(flow: &Flow, endpoint: &str) -> std::process::Output {
+    std::process::Command::new(common::mirrorslice_bin())
+        .arg("plan")
+        .arg(&flow.config)
+        .args(["--flow", &flow.name(), "--json", "--timeout", "30s"])
+        .envs(stack().env())
+        .env_remove("AWS_ENDPOINT_URL_SECRETS_MANAGER")
+        .env("AWS_ENDPOINT_URL", endpoint)
+        .env("MIRRORSLICE_LOG", "warn")
+        .output()
+        .expect("run mirrorslice plan")
+}
+
+#[tokio::test]
+async fn the_generic_aws_endpoint_url_reaches_secrets_manager() {
+    let s = stack();
+    // The source's bootstrap servers only in a secret: the plan lists the topic only if the
+    // secret was read.
+    let id = unique("mm2-generic-endpoint");
+    put_secret(&id, &s.a).await;
+    let placeholder = format!("${{secrets:{id}}}");
+    let flow = Flow::between(&placeholder, &s.b, PROVIDER);
+    let topic = format!("listed-{}", flow.source);
+    create_topic(&s.a, &topic, 2, &[]).await;
+
+    let out = plan_with_generic_endpoint(&flow, &s.dynamodb);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let plan: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let topics = plan["flows"][0]["topics"].as_array().cloned();
+    let listed = topics
+        .unwrap_or_default()
+        .into_iter()
+        .find(|t| t["source_topic"] == *topic);
+    assert_eq!(
+        listed.map(|t| t["partitions"].clone()),
+        Some(2.into()),
+        "{plan:#}"
+    );
+
+    // A generic endpoint where nothing answers fails the same command, naming the secret: the
+    // secret above came through that variable, not through another route to moto.
+    let out = plan_with_generic_endpoint(&flow, "http://127.0.0.1:9");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    // The SDK's reason names the address it could not reach.
+    assert!(stderr.contains("127.0.0.1:9"), "{stderr}");
+    assert!(stderr.contains(&format!("secret {id}:")), "{stderr}");
+    assert!(stderr.contains(&placeholder), "{stderr}");
+}

@@ -39,20 +39,30 @@ fn trust(alias: &str, ca: &str) -> String {
     )
 }
 
+/// The user the listener knows for `mechanism`: PLAIN's is in the broker's JAAS file, the
+/// SCRAM one is created for this process.
+fn user_for<'a>(sec: &'a Secured, mechanism: &str) -> &'a str {
+    if mechanism == "PLAIN" {
+        "plain-mirror"
+    } else {
+        &sec.scram_user
+    }
+}
+
 /// SASL settings for `mechanism` with the credentials the listener knows for it.
 fn sasl_for(sec: &Secured, alias: &str, protocol: &str, mechanism: &str) -> String {
-    if mechanism == "PLAIN" {
-        let password = sec.password("plain.password");
-        sasl(alias, protocol, mechanism, "plain-mirror", &password)
+    let password = if mechanism == "PLAIN" {
+        sec.password("plain.password")
     } else {
-        sasl(
-            alias,
-            protocol,
-            mechanism,
-            &sec.scram_user,
-            &sec.scram_password,
-        )
-    }
+        sec.scram_password.clone()
+    };
+    sasl(
+        alias,
+        protocol,
+        mechanism,
+        user_for(sec, mechanism),
+        &password,
+    )
 }
 
 /// One slice of a flow whose source is cluster A reached at `bootstrap` with `settings` (for
@@ -164,22 +174,45 @@ fn assert_refused_at_once(bootstrap: &str, settings: impl Fn(&str) -> String, ca
     assert!(text.contains(&named) && text.contains(cause), "{text}");
 }
 
+/// The cause librdkafka reports for a wrong password: the broker's own words, which differ
+/// between PLAIN's authenticator and SCRAM's (the latter naming the mechanism).
+fn wrong_password_cause(mechanism: &str) -> String {
+    let why = if mechanism == "PLAIN" {
+        "Authentication failed: Invalid username or password".to_string()
+    } else {
+        format!(
+            "Authentication failed during authentication due to invalid credentials \
+             with SASL mechanism {mechanism}"
+        )
+    };
+    format!("SASL authentication error: {why}")
+}
+
+// Each mechanism over each SASL listener, a known user with a wrong password. Six cases of
+// `plan` and `run`, each refused in about a second, so they run one after the other.
 #[test]
 fn a_wrong_password_fails_at_once_naming_the_cluster() {
     let Some(sec) = secured() else { return };
-    assert_refused_at_once(
-        &sec.sasl_plaintext,
-        |a| {
-            sasl(
-                a,
-                "SASL_PLAINTEXT",
-                "SCRAM-SHA-512",
-                &sec.scram_user,
-                "wrong",
-            )
-        },
-        "Authentication failed",
-    );
+    let ca = sec.file("ca.pem");
+    // Over SASL_SSL the broker's SASL answer also shows TLS was negotiated: a client speaking
+    // plaintext to that listener gets a transport error instead.
+    for (protocol, bootstrap) in [
+        ("SASL_PLAINTEXT", &sec.sasl_plaintext),
+        ("SASL_SSL", &sec.sasl_ssl),
+    ] {
+        for mechanism in ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] {
+            let settings = |a: &str| {
+                let user = user_for(sec, mechanism);
+                let sasl = sasl(a, protocol, mechanism, user, "wrong");
+                match protocol {
+                    "SASL_SSL" => sasl + &trust(a, &ca),
+                    _ => sasl,
+                }
+            };
+            eprintln!("wrong password: {mechanism} over {protocol}");
+            assert_refused_at_once(bootstrap, settings, &wrong_password_cause(mechanism));
+        }
+    }
 }
 
 #[test]

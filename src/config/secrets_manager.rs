@@ -200,6 +200,37 @@ pub fn lookup(r: &SecretRef) -> Result<Option<String>, String> {
 mod tests {
     use super::*;
 
+    // Written out rather than read from the constants, so dropping or misspelling a name
+    // users already write fails here.
+    #[test]
+    fn accepts_our_msk_jcustenborder_and_lenses_class_names_full_or_simple() {
+        for class in [
+            "mirrorslice.config.provider.SecretsManagerConfigProvider",
+            "com.amazonaws.kafka.config.providers.SecretsManagerConfigProvider",
+            "com.github.jcustenborder.kafka.config.aws.SecretsManagerConfigProvider",
+            "io.lenses.connect.secrets.providers.AWSSecretProvider",
+            // Simple names, as Connect resolves plugin classes; the first is all but Lenses'.
+            "SecretsManagerConfigProvider",
+            "AWSSecretProvider",
+            // Properties files keep trailing blanks.
+            " SecretsManagerConfigProvider ",
+        ] {
+            assert!(is_provider_class(class), "{class:?} is refused");
+        }
+        for class in [
+            "org.apache.kafka.common.config.provider.FileConfigProvider",
+            "FileConfigProvider",
+            "org.apache.kafka.common.config.provider.EnvVarConfigProvider",
+            // Another package's class of the same simple name is another provider.
+            "com.example.SecretsManagerConfigProvider",
+            "secretsmanagerconfigprovider",
+            "config.provider.SecretsManagerConfigProvider",
+            "",
+        ] {
+            assert!(!is_provider_class(class), "{class:?} is accepted");
+        }
+    }
+
     #[test]
     fn references_by_name_and_by_arn() {
         assert_eq!(
