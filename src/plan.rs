@@ -226,17 +226,18 @@ async fn probe_other_clients(
 ) {
     let mut probes = tokio::task::JoinSet::new();
     let mut seen = Vec::new();
-    for (alias, what, props) in configs.iter().flat_map(crate::slice::client_connections) {
+    for (alias, connection) in configs.iter().flat_map(crate::slice::client_connections) {
         let answered = clusters
             .iter()
             .any(|c| c.alias == alias && c.reachable == Some(true));
-        if !answered || what == "connect" || what.contains("admin") || seen.contains(&props) {
+        if !answered || connection.admin || seen.contains(&connection.props) {
             continue;
         }
-        seen.push(props.clone());
+        seen.push(connection.props.clone());
         probes.spawn(async move {
             let role = format!("{alias}|plan-probe");
-            let found = require_answer(&alias, &what, &role, &props, timeout).await;
+            let (what, props) = (&connection.what, &connection.props);
+            let found = require_answer(&alias, what, &role, props, timeout).await;
             (alias, found)
         });
     }

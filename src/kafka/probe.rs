@@ -134,40 +134,60 @@ fn is_connection_key(key: &str) -> bool {
         })
 }
 
+/// One way some of a cluster's clients connect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connection {
+    /// Its name in errors: `connect`, or `connect as consumer` when not every client connects
+    /// alike.
+    pub what: String,
+    /// The admin connects this way.
+    pub admin: bool,
+    /// The admin's settings with this way's connection settings.
+    pub props: Props,
+}
+
 /// The distinct ways a cluster's clients connect. A cluster's clients may connect
-/// differently (`A.consumer.sasl.jaas.config` with its own password, say): each distinct
-/// set of connection settings among `clients` (named by client kind) is one probe, made of
-/// `base` with those settings. Yields the probe's name for errors (`connect`, or `connect as
-/// consumer` when not every client connects alike) and its settings.
-pub fn connections(base: &Props, clients: &[(&str, &Props)]) -> Vec<(String, Props)> {
-    let mut distinct: Vec<(Props, Vec<&str>)> = Vec::new();
-    for (kind, props) in clients {
-        let settings: Props = props
+/// differently (`A.consumer.sasl.jaas.config` with its own password, say): each distinct set
+/// of connection settings among the `admin` and `others` (named by client kind) is one probe,
+/// made of the admin's settings with those. The admin's way comes first.
+pub fn connections(admin: &Props, others: &[(&str, &Props)]) -> Vec<Connection> {
+    let connection_settings = |props: &Props| -> Props {
+        props
             .iter()
             .filter(|(k, _)| is_connection_key(k))
             .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+            .collect()
+    };
+    let mut distinct: Vec<(Props, Vec<&str>)> = vec![(connection_settings(admin), vec!["admin"])];
+    for (kind, props) in others {
+        let settings = connection_settings(props);
         match distinct.iter_mut().find(|(s, _)| *s == settings) {
             Some((_, kinds)) => kinds.push(kind),
             None => distinct.push((settings, vec![kind])),
         }
     }
     let alike = distinct.len() == 1;
+    let others: Props = admin
+        .iter()
+        .filter(|(k, _)| !is_connection_key(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     distinct
         .into_iter()
-        .map(|(settings, kinds)| {
-            let mut props: Props = base
-                .iter()
-                .filter(|(k, _)| !is_connection_key(k))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
+        .enumerate()
+        .map(|(i, (settings, kinds))| {
+            let mut props = others.clone();
             props.extend(settings);
             let what = if alike {
                 "connect".to_string()
             } else {
                 format!("connect as {}", kinds.join(" and "))
             };
-            (what, props)
+            Connection {
+                what,
+                admin: i == 0,
+                props,
+            }
         })
         .collect()
 }
@@ -326,23 +346,26 @@ mod tests {
             ("sasl.jaas.config", "right"),
             ("linger.ms", "5"),
         ]);
-        let alike = connections(&admin, &[("admin", &admin), ("producer", &producer)]);
-        assert_eq!(alike, vec![("connect".to_string(), admin.clone())]);
+        let alike = connections(&admin, &[("producer", &producer)]);
+        let only = Connection {
+            what: "connect".into(),
+            admin: true,
+            props: admin.clone(),
+        };
+        assert_eq!(alike, vec![only]);
 
         let mut consumer = admin.clone();
         consumer.insert("sasl.jaas.config".into(), "own".into());
         consumer.insert("rdkafka.ssl.ca.location".into(), "/ca.pem".into());
         consumer.insert("group.id".into(), "g".into());
-        let clients = [
-            ("admin", &admin),
-            ("consumer", &consumer),
-            ("producer", &producer),
-        ];
-        let found = connections(&admin, &clients);
-        let whats: Vec<&str> = found.iter().map(|(w, _)| w.as_str()).collect();
+        let found = connections(&admin, &[("consumer", &consumer), ("producer", &producer)]);
+        let whats: Vec<(&str, bool)> = found.iter().map(|c| (c.what.as_str(), c.admin)).collect();
         assert_eq!(
             whats,
-            ["connect as admin and producer", "connect as consumer"]
+            [
+                ("connect as admin and producer", true),
+                ("connect as consumer", false)
+            ]
         );
         // The consumer's connection settings on the admin's others: no group.id.
         let expected = props_of(&[
@@ -351,7 +374,7 @@ mod tests {
             ("rdkafka.ssl.ca.location", "/ca.pem"),
             ("client.id", "admin"),
         ]);
-        assert_eq!(found[1].1, expected);
+        assert_eq!(found[1].props, expected);
     }
 
     #[test]

@@ -32,7 +32,7 @@ use crate::connect::worker_group::{java_workers, JavaWorkers};
 use crate::connectors::checkpoint::runner::{self as checkpoint_runner, CheckpointEnv};
 use crate::connectors::heartbeat::{run_heartbeats, HeartbeatLeases};
 use crate::connectors::source::connector as source_connector;
-use crate::kafka::probe::{connections, probe, Probe};
+use crate::kafka::probe::{connections, probe, Connection, Probe};
 use crate::kafka::ClientError;
 use crate::lease::{HeldLease, LeaseStore, LeaseTiming};
 use crate::plan::{pair_configs, PairConfigs};
@@ -327,10 +327,11 @@ fn spawn_cluster_probes(
         .saturating_duration_since(Instant::now())
         .min(PROBE_LIMIT);
     let mut probes = tokio::task::JoinSet::new();
-    for (alias, what, props) in client_connections(configs) {
+    for (alias, connection) in client_connections(configs) {
         probes.spawn(async move {
             let role = format!("{alias}|probe");
-            let found = probe(&alias, &what, &role, &props, limit).await;
+            let (what, props) = (&connection.what, &connection.props);
+            let found = probe(&alias, what, &role, props, limit).await;
             (alias, found)
         });
     }
@@ -339,8 +340,8 @@ fn spawn_cluster_probes(
 
 /// The distinct ways the pair's clients connect to its two clusters (see
 /// [`connections`]): every kind of client a slice makes on each side, so that a password set
-/// for the consumer alone is tried as well. Yields (cluster alias, probe name, settings).
-pub(crate) fn client_connections(configs: &PairConfigs) -> Vec<(String, String, Props)> {
+/// for the consumer alone is tried as well. Yields each with its cluster's alias.
+pub(crate) fn client_connections(configs: &PairConfigs) -> Vec<(String, Connection)> {
     let common = &configs.source.common;
     let mut found = Vec::new();
     for (alias, side) in [
@@ -353,13 +354,9 @@ pub(crate) fn client_connections(configs: &PairConfigs) -> Vec<(String, String, 
             ClientKind::Producer,
         ]
         .map(|kind| common.client_config(side, kind, "probe", None));
-        let clients = [
-            ("admin", &admin),
-            ("consumer", &consumer),
-            ("producer", &producer),
-        ];
-        for (what, props) in connections(&admin, &clients) {
-            found.push((alias.clone(), what, props));
+        let others = [("consumer", &consumer), ("producer", &producer)];
+        for connection in connections(&admin, &others) {
+            found.push((alias.clone(), connection));
         }
     }
     found
