@@ -369,30 +369,10 @@ fn seed_producer(bootstrap: &str, compression: &str) -> BenchResult<&'static Bas
 }
 
 /// Produces `per_partition` records to every partition (key `<tag>-<p>-<i>`, a header, the
-/// current time) with the seed example's settings, waiting for every delivery.
-fn produce(
-    bootstrap: &str,
-    topic: &str,
-    partitions: i32,
-    per_partition: u64,
-    size: usize,
-    tag: &str,
-) -> BenchResult<()> {
-    produce_compressed(
-        bootstrap,
-        topic,
-        partitions,
-        per_partition,
-        size,
-        tag,
-        "none",
-    )
-}
-
-/// [`produce`], in batches compressed with `compression` (librdkafka's `compression.type`).
-/// Values are hex digits from a pseudo-random stream (about 2:1 compressible, like text)
+/// current time) with the seed example's settings, in batches compressed with `compression`
+/// (librdkafka's `compression.type`), waiting for every delivery. Values are hex digits from a pseudo-random stream (about 2:1 compressible, like text)
 /// rather than one repeated byte, which would compress a hundredfold.
-fn produce_compressed(
+fn produce(
     bootstrap: &str,
     topic: &str,
     partitions: i32,
@@ -733,7 +713,15 @@ async fn throughput(s: &Settings) -> BenchResult<()> {
     let t = Instant::now();
     let per_partition = s.records.div_ceil(s.partitions as u64);
     let records = per_partition * s.partitions as u64;
-    produce(&s.a, &topic, s.partitions, per_partition, s.size, "key")?;
+    produce(
+        &s.a,
+        &topic,
+        s.partitions,
+        per_partition,
+        s.size,
+        "key",
+        "none",
+    )?;
     eprintln!(
         "throughput: seeded {records} records of {} B into {topic} ({} partitions) in {:.1?}",
         s.size,
@@ -1289,12 +1277,12 @@ async fn history(s: &Settings, prior: usize, budget: Duration) -> BenchResult<Hi
     let started = Instant::now();
     // Slice 1 is always real: it creates the remote topic and writes the connector's configs.
     let first_batch = if prior == 1 { total } else { 1 };
-    produce(&s.a, &topic, s.partitions, first_batch, s.size, "h")?;
+    produce(&s.a, &topic, s.partitions, first_batch, s.size, "h", "none")?;
     let (_, mut last_report) = flow.run("2m", "warn")?;
     let mut real = 1;
     let mut per_partition = first_batch;
     while real < prior && started.elapsed() < budget {
-        produce(&s.a, &topic, s.partitions, 1, s.size, "h")?;
+        produce(&s.a, &topic, s.partitions, 1, s.size, "h", "none")?;
         per_partition += 1;
         last_report = flow.run("2m", "warn")?.1;
         real += 1;
@@ -1315,6 +1303,7 @@ async fn history(s: &Settings, prior: usize, budget: Duration) -> BenchResult<Hi
             total - per_partition,
             s.size,
             "h",
+            "none",
         )?;
         simulate(s, &flow, &topic, simulated, &last_report).await?;
     } else if per_partition < total {
@@ -1326,6 +1315,7 @@ async fn history(s: &Settings, prior: usize, budget: Duration) -> BenchResult<Hi
             total - per_partition,
             s.size,
             "h",
+            "none",
         )?;
         flow.run("2m", "warn")?;
         real += 1;
@@ -1515,7 +1505,7 @@ fn strip_ansi(s: &str) -> String {
 fn measure_slice(s: &Settings, h: &History, mode: Mode) -> BenchResult<Startup> {
     let tag = unique("probe");
     let watcher = if mode == Mode::Data {
-        produce(&s.a, &h.topic, s.partitions, 1, s.size, &tag)?;
+        produce(&s.a, &h.topic, s.partitions, 1, s.size, &tag, "none")?;
         Some(Watcher::start(
             &s.b,
             &h.flow.remote(&h.topic),

@@ -1,35 +1,20 @@
 //! Replication through listeners that enforce TLS, mTLS and SASL (PLAIN, SCRAM-SHA-256,
-//! SCRAM-SHA-512), and the errors a wrong password, CA, host name or protocol gives: at once,
-//! naming the cluster alias and the cause. Apache Kafka stack only: cluster A serves the secured
-//! listeners (`stack.sh`), cluster B stays plaintext, so each flow reads through the listener
-//! under test and writes offset syncs back through it.
+//! SCRAM-SHA-512), and the errors a wrong password, CA, host name or protocol gives in every
+//! command (`plan`, `run`, `translate-offsets`, `failover`; a password of one client alone
+//! too): at once, naming the cluster alias and the cause. Apache Kafka stack only: cluster A
+//! serves the secured listeners (`stack.sh`), cluster B stays plaintext, so each flow reads
+//! through the listener under test and writes offset syncs back through it.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
 use common::cli_flow::Flow;
-use common::secured::{secured, Secured};
+use common::secured::{sasl, secured, Secured};
 use common::{assert_all_copied, create_topic, keyed_records, produce, stack};
 
-const SCRAM_MODULE: &str = "org.apache.kafka.common.security.scram.ScramLoginModule";
-const PLAIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule";
 /// An authentication or TLS error must end the command well before any API timeout (60 s).
 const AT_ONCE: Duration = Duration::from_secs(10);
-
-/// `alias.`-scoped settings for a SASL mechanism with `user`/`password`.
-fn sasl(alias: &str, protocol: &str, mechanism: &str, user: &str, password: &str) -> String {
-    let module = if mechanism == "PLAIN" {
-        PLAIN_MODULE
-    } else {
-        SCRAM_MODULE
-    };
-    format!(
-        "{alias}.security.protocol = {protocol}\n\
-         {alias}.sasl.mechanism = {mechanism}\n\
-         {alias}.sasl.jaas.config = {module} required username=\"{user}\" password=\"{password}\";\n"
-    )
-}
 
 /// `alias.`-scoped settings trusting the PEM CA file `ca`.
 fn trust(alias: &str, ca: &str) -> String {
@@ -144,6 +129,11 @@ async fn mtls_with_pkcs12_or_pem_key_stores_replicates() {
 /// `plan` and `run` of a flow from A at `bootstrap` with `settings` both fail within
 /// [`AT_ONCE`], naming the source alias and containing `cause`.
 fn assert_refused_at_once(bootstrap: &str, settings: impl Fn(&str) -> String, cause: &str) {
+    assert_refused_as(bootstrap, settings, "connect", cause)
+}
+
+/// [`assert_refused_at_once`], for a probe named `what` (`connect as consumer`).
+fn assert_refused_as(bootstrap: &str, settings: impl Fn(&str) -> String, what: &str, cause: &str) {
     let s = stack();
     let flow = Flow::between(bootstrap, &s.b, "");
     flow.add_config(&settings(&flow.source));
@@ -161,7 +151,7 @@ fn assert_refused_at_once(bootstrap: &str, settings: impl Fn(&str) -> String, ca
     assert!(took < AT_ONCE, "plan took {took:?}");
     let plan: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let problem = plan["problems"][0].as_str().unwrap_or_default().to_string();
-    let named = format!("cluster {} ({bootstrap}): connect:", flow.source);
+    let named = format!("cluster {} ({bootstrap}): {what}:", flow.source);
     assert!(problem.starts_with(&named), "{problem}");
     assert!(problem.contains(cause), "{problem}");
 
@@ -264,6 +254,63 @@ fn mtls_without_a_client_certificate_or_plaintext_to_tls_fails_at_once() {
         "SSL",
     );
     assert_refused_at_once(&sec.ssl, |_| String::new(), "security.protocol");
+}
+
+/// A password set for the source's consumer alone (`A.consumer.sasl.jaas.config`) is tried
+/// too: `plan` and `run` fail at once, naming the consumer.
+#[test]
+fn a_wrong_consumer_password_fails_at_once_naming_the_consumer() {
+    let Some(sec) = secured() else { return };
+    let (user, password) = (&sec.scram_user, &sec.scram_password);
+    assert_refused_as(
+        &sec.sasl_plaintext,
+        |a| {
+            sasl(a, "SASL_PLAINTEXT", "SCRAM-SHA-512", user, password)
+                + &sasl(
+                    &format!("{a}.consumer"),
+                    "SASL_PLAINTEXT",
+                    "SCRAM-SHA-512",
+                    user,
+                    "wrong",
+                )
+        },
+        "connect as consumer",
+        "Authentication failed",
+    );
+}
+
+/// `translate-offsets` and `failover` read the target's checkpoints: a target that refuses
+/// the password fails both at once, naming the target and the cause (without a probe they
+/// ended at `--timeout`, "timed out").
+#[test]
+fn translate_offsets_and_failover_fail_at_once_on_a_wrong_password() {
+    let Some(sec) = secured() else { return };
+    // Flow B->A: the secured cluster A is the target the commands read from.
+    let flow = Flow::between(&stack().b, &sec.sasl_plaintext, "");
+    let settings = sasl(
+        &flow.target,
+        "SASL_PLAINTEXT",
+        "SCRAM-SHA-512",
+        &sec.scram_user,
+        "wrong",
+    );
+    flow.add_config(&settings);
+    let named = format!("cluster {} ({}): connect:", flow.target, sec.sasl_plaintext);
+    for command in ["translate-offsets", "failover"] {
+        let started = Instant::now();
+        let out = std::process::Command::new(common::mirrorslice_bin())
+            .arg(command)
+            .arg(&flow.config)
+            .args(["--flow", &flow.name(), "--group", "g", "--timeout", "60s"])
+            .output()
+            .expect("run mirrorslice");
+        let took = started.elapsed();
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{command}: {text}");
+        assert!(took < AT_ONCE, "{command} took {took:?}");
+        assert!(text.contains(&named), "{command}: {text}");
+        assert!(text.contains("Authentication failed"), "{command}: {text}");
+    }
 }
 
 // MSK's SCRAM setup: the credentials in a Secrets Manager secret named `AmazonMSK_…` holding

@@ -16,8 +16,8 @@
 //! most the pipe's).
 
 use super::{
-    create_topic, delete_topics, load, median, produce_compressed, run_plan, unique, verdict,
-    BenchResult, Runner, Settings, SettingsSet, ThroughputRow,
+    create_topic, delete_topics, load, median, produce, run_plan, unique, verdict, BenchResult,
+    Runner, Settings, SettingsSet, ThroughputRow,
 };
 use std::time::Instant;
 
@@ -124,7 +124,7 @@ pub(super) async fn matrix(s: &Settings) -> BenchResult<()> {
         create_topic(&s.a, &topic, case.partitions).await?;
         let t = Instant::now();
         let (size, compression) = (case.size, case.compression);
-        produce_compressed(
+        produce(
             &s.a,
             &topic,
             case.partitions,

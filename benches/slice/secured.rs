@@ -129,7 +129,15 @@ pub async fn secured(s: &Settings) -> BenchResult<()> {
     let topic = unique("benchsec-");
     create_topic(&s.a, &topic, s.partitions).await?;
     let per_partition = s.records / s.partitions as u64;
-    produce(&s.a, &topic, s.partitions, per_partition, s.size, "sec")?;
+    produce(
+        &s.a,
+        &topic,
+        s.partitions,
+        per_partition,
+        s.size,
+        "sec",
+        "none",
+    )?;
 
     // Throughput: the listeners alternate, each copy deleted after its run.
     let mut copies: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();

@@ -33,6 +33,25 @@ impl Secured {
     }
 }
 
+const SCRAM_MODULE: &str = "org.apache.kafka.common.security.scram.ScramLoginModule";
+const PLAIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule";
+
+/// `prefix.`-scoped settings (`A`, `A.consumer`, ...) for a SASL mechanism with
+/// `user`/`password`.
+pub fn sasl(prefix: &str, protocol: &str, mechanism: &str, user: &str, password: &str) -> String {
+    let module = if mechanism == "PLAIN" {
+        PLAIN_MODULE
+    } else {
+        SCRAM_MODULE
+    };
+    format!(
+        "{prefix}.security.protocol = {protocol}\n\
+         {prefix}.sasl.mechanism = {mechanism}\n\
+         {prefix}.sasl.jaas.config = {module} required username=\"{user}\" \
+         password=\"{password}\";\n"
+    )
+}
+
 /// The secured listeners, on the Apache Kafka stack only (`None` on tansu, saying why).
 pub fn secured() -> Option<&'static Secured> {
     let stack = super::kafka_only("tansu cannot serve TLS or SASL listeners")?;

@@ -9,7 +9,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::secured::secured;
+use common::secured::{sasl, secured};
 use lambda::{Function, RuntimeStub};
 use mirrorslice::lease::dynamodb::DynamoLeaseStore;
 
@@ -24,12 +24,12 @@ async fn a_wrong_password_fails_the_invocation_at_once_naming_the_cluster() {
         common::unique("ffs").replace('-', ""),
         common::unique("fft").replace('-', ""),
     );
-    let extra = format!(
-        "{source}.security.protocol = SASL_PLAINTEXT\n\
-         {source}.sasl.mechanism = SCRAM-SHA-512\n\
-         {source}.sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule \
-         required username=\"{user}\" password=\"wrong\";\n",
-        user = sec.scram_user,
+    let extra = sasl(
+        &source,
+        "SASL_PLAINTEXT",
+        "SCRAM-SHA-512",
+        &sec.scram_user,
+        "wrong",
     );
     let body =
         common::flow_properties_between(&source, &sec.sasl_plaintext, &target, &stack.b, &extra);
