@@ -217,6 +217,7 @@ pub async fn probe(
             let producer: crate::kafka::Managed<BaseProducer<ProbeContext>> =
                 crate::kafka::create(&role, &config, ProbeContext::default())?;
             let found = watch(&producer, limit);
+            // Closed before the certificate check, so it stops reconnecting meanwhile.
             drop(producer);
             let trust = Trust::of(|key| config.get(key));
             Ok(found.map_err(|message| with_hint(message, &bootstrap, &trust)))
