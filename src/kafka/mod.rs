@@ -35,6 +35,12 @@ pub enum ClientError {
     },
     #[error("client {role}: MSK IAM: {message}")]
     Iam { role: String, message: String },
+    #[error("client {role}: cannot start its thread: {source}")]
+    Thread {
+        role: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cluster {cluster} ({bootstrap}): {what}: {message}")]
     Request {
         cluster: String,
