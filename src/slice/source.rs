@@ -393,12 +393,13 @@ impl SourceSlice<'_> {
             None,
         );
         let producer = task_producer_props(&clients.producer, &cfg.common.props);
-        let partitions = (won.iter())
-            .map(|t| outcome.task_partitions[t.id as usize].len())
-            .sum();
+        // Each task that copies reads its partitions through a queue of its own.
+        let queues = (won.iter())
+            .filter(|t| !outcome.task_partitions[t.id as usize].is_empty())
+            .count();
         let owner = format!("{}|{CONNECTOR}", self.flow());
         let opened = tokio::task::spawn_blocking(move || {
-            SliceClients::open(&owner, &consumer, &producer, partitions)
+            SliceClients::open(&owner, &consumer, &producer, queues)
         });
         match opened.await {
             Ok(Ok(clients)) => Ok(Arc::new(clients)),

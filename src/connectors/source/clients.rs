@@ -44,17 +44,15 @@ const CONSUMER_DEFAULTS: &[(&str, &str)] = &[
     ("check.crcs", "true"),
 ];
 
-/// Prefetch budget of a slice's consumer, in KiB, split across the partitions its tasks read:
-/// with one queue per partition librdkafka applies
-/// `queued.max.messages.kbytes` to *each* partition, so a fixed per-partition value would grow
-/// memory with the partition count. Prefetched records are most of a slice's memory
-/// (librdkafka keeps each fetch response whole until its last record is forwarded, and
-/// overshoots the limit by a fetch): measured on 8 partitions, 2 MiB (256 KiB each) copied as
-/// fast as 16 MiB with 40 MiB less peak RSS. The floor keeps a partition's queue useful on
-/// tasks with many partitions. `<source>.consumer.rdkafka.queued.max.messages.kbytes`
-/// overrides (e.g. for a high-latency link).
+/// Prefetch budget of a slice's consumer, in KiB, split across its tasks' queues: librdkafka
+/// applies `queued.max.messages.kbytes` to *each* queue fetched records land in (a task's
+/// partitions share its queue, see `task_queue`). Prefetched records are most of a slice's
+/// memory (librdkafka keeps each fetch response whole until its last record is forwarded, and
+/// overshoots the limit by a fetch). The floor keeps a queue useful with many tasks.
+/// `<source>.consumer.rdkafka.queued.max.messages.kbytes` overrides (e.g. for a high-latency
+/// link).
 const SLICE_PREFETCH_BUDGET_KB: usize = 2 * 1024;
-const CONSUMER_PREFETCH_MIN_KB: usize = 64;
+const CONSUMER_PREFETCH_MIN_KB: usize = 256;
 /// Records waiting for delivery (librdkafka's copies) in the slice's data producer, which all
 /// its tasks share. 4 MiB keeps the broker busy at loopback speed; 2 MiB measured 10 % slower,
 /// 8 MiB only used 10 MiB more memory.
@@ -91,16 +89,15 @@ pub fn producer_props(producer: &Props) -> Props {
 }
 
 /// The replication consumer's settings: the user's (`consumer`), then [`CONSUMER_DEFAULTS`],
-/// each of the slice's `partitions` its share of the prefetch budget unless the user sized it,
+/// each of the slice's `queues` its share of the prefetch budget unless the user sized it,
 /// and the settings the copy loop relies on ([`CONSUMER_FORCED`], no silent reset, a group id).
-pub(super) fn consumer_props(consumer: &Props, partitions: usize) -> Props {
+pub(super) fn consumer_props(consumer: &Props, queues: usize) -> Props {
     let mut props = with_defaults(consumer.clone(), CONSUMER_DEFAULTS);
-    let per_partition_kb =
-        (SLICE_PREFETCH_BUDGET_KB / partitions.max(1)).max(CONSUMER_PREFETCH_MIN_KB);
+    let per_queue_kb = (SLICE_PREFETCH_BUDGET_KB / queues.max(1)).max(CONSUMER_PREFETCH_MIN_KB);
     if !props.contains_key("queued.max.messages.kbytes") {
         props
             .entry("rdkafka.queued.max.messages.kbytes".into())
-            .or_insert_with(|| per_partition_kb.to_string());
+            .or_insert_with(|| per_queue_kb.to_string());
     }
     for (k, v) in CONSUMER_FORCED {
         props.insert((*k).to_string(), (*v).to_string());

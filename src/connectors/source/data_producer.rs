@@ -10,7 +10,7 @@
 //! is librdkafka's own copy of the key and value.
 
 use super::acks::{AckTracker, CopyContext, RecordTag, MAX_PARTITIONS};
-use super::partition_queue::FetchedMessage;
+use super::task_queue::FetchedMessage;
 use crate::config::Props;
 use crate::kafka::{client_config, ClientError, Managed};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};

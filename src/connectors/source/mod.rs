@@ -6,7 +6,7 @@ pub mod connector;
 mod data_producer;
 pub mod offset_sync_sender;
 pub mod offset_sync_writer;
-mod partition_queue;
 mod position;
 mod replication_consumer;
 pub mod task;
+mod task_queue;

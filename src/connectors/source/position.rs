@@ -175,6 +175,9 @@ pub(super) struct PartitionRun {
     pub(super) silent_since: Option<Instant>,
     /// Since when end-of-partition has stood short of the listed end (see `confirm_at_end`).
     pub(super) short_of_listed_since: Option<Instant>,
+    /// Assigned again since its last record or event: librdkafka's unassign clears the
+    /// forwarding of the partition's queue into the task's, which must be set again.
+    pub(super) reassigned: bool,
     pub(super) done: bool,
 }
 
@@ -193,6 +196,7 @@ impl PartitionRun {
             at_end: false,
             silent_since: None,
             short_of_listed_since: None,
+            reassigned: false,
             done: false,
         }
     }
@@ -320,9 +324,11 @@ pub(super) fn reposition(
     );
     // After an out-of-range fetch under `auto.offset.reset=error` librdkafka has stopped
     // fetching the partition and refuses a seek ("Erroneous state"); assigning it again at the
-    // offset restarts it (its split queue stays forwarded: the partition object outlives the
-    // assignment).
+    // offset restarts it. Its fetched records then stay in the partition's own queue until
+    // the task forwards it again (`reassigned`).
+    let reassigned = seek.is_err();
     let moved = seek.or_else(|_| reassign(consumer, topic, partition, offset));
+    run.reassigned |= reassigned;
     moved.map_err(|source| TaskError::Kafka {
         task: run.report.remote_topic.clone(),
         what: format!("seek {}-{} to {offset}", run.tp.0, run.tp.1),

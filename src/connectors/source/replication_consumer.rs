@@ -2,11 +2,11 @@
 //! every source task of the slice (one client, one fetch session and one prefetch budget
 //! instead of one per task).
 //!
-//! A partition belongs to exactly one task: the task splits the partition's queue off the
-//! consumer, adds the partition to the assignment (incrementally) and reads it alone, in
-//! order; when the task ends it takes its partitions out of the assignment again. So sharing
-//! changes neither per-partition order nor fencing: each task checks its own lease before
-//! every burst it forwards.
+//! A partition belongs to exactly one task: the task forwards the partition's queue into a
+//! queue of its own ([`super::task_queue::TaskQueue`]), adds the partition to the assignment
+//! (incrementally) and reads it alone, in order; when the task ends it takes its partitions
+//! out of the assignment again. So sharing changes neither per-partition order nor fencing:
+//! each task checks its own lease before every batch it forwards.
 
 use super::clients::consumer_props;
 use crate::config::Props;
@@ -21,9 +21,9 @@ pub struct ReplicationConsumer {
 
 impl ReplicationConsumer {
     /// Creates the consumer `role` with these (Java-named) settings, for tasks that read
-    /// `partitions` partitions in all (the prefetch budget is split across them).
-    pub fn open(role: &str, props: &Props, partitions: usize) -> Result<Self, ClientError> {
-        let config = client_config(role, &consumer_props(props, partitions))?;
+    /// `tasks` tasks (the prefetch budget is split across their queues).
+    pub fn open(role: &str, props: &Props, tasks: usize) -> Result<Self, ClientError> {
+        let config = client_config(role, &consumer_props(props, tasks))?;
         let consumer: Managed<BaseConsumer<MirrorContext>> =
             crate::kafka::create(role, &config, MirrorContext)?;
         Ok(ReplicationConsumer {

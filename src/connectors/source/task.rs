@@ -40,13 +40,13 @@ pub use super::clients::producer_props;
 pub use super::data_producer::DataProducer;
 use super::data_producer::{RecordHeaders, TaskSlot, TopicHandle};
 use super::offset_sync_sender::OffsetSyncSender;
-use super::partition_queue::{FetchedMessage, PartitionQueue};
 use super::position::{
     apply_gap, confirm_at_end, out_of_range_gap, position_of, position_partitions, silent_gap,
     PartitionRun,
 };
 pub use super::position::{Gap, GapPolicy, ResetPolicy};
 pub use super::replication_consumer::ReplicationConsumer;
+use super::task_queue::{FetchedMessage, TaskQueue};
 use crate::config::Props;
 use crate::kafka::{listed_offsets, ClientError, MirrorContext};
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -54,7 +54,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::PurgeConfig;
 use rdkafka::{Message, Offset, TopicPartitionList};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -230,8 +230,7 @@ impl TaskOutcome {
 /// Run one task for one slice, alone: with a replication consumer and a data producer of its
 /// own. Blocking: call it from a blocking thread.
 pub fn run_source_task(spec: &SourceTaskSpec, hooks: &mut dyn TaskHooks) -> TaskOutcome {
-    let partitions = spec.partitions.len();
-    match SliceClients::open(&spec.name, &spec.consumer, &spec.producer, partitions) {
+    match SliceClients::open(&spec.name, &spec.consumer, &spec.producer, 1) {
         Ok(clients) => run_source_task_on(spec, &clients, hooks),
         Err(e) => TaskOutcome::empty(Some(TaskError::Client(Box::new(e)).to_string())),
     }
@@ -246,15 +245,15 @@ pub struct SliceClients {
 
 impl SliceClients {
     /// Opens both, named after `owner` (e.g. the flow and connector); `consumer` and
-    /// `producer` are the Java-named settings, `partitions` how many the tasks read in all.
+    /// `producer` are the Java-named settings, `tasks` how many tasks share them.
     pub fn open(
         owner: &str,
         consumer: &Props,
         producer: &Props,
-        partitions: usize,
+        tasks: usize,
     ) -> Result<Self, ClientError> {
         let role = format!("{owner}|replication-consumer");
-        let consumer = ReplicationConsumer::open(&role, consumer, partitions)?;
+        let consumer = ReplicationConsumer::open(&role, consumer, tasks)?;
         let role = format!("{owner}|replication-producer");
         let producer = DataProducer::open(&role, &producer_props(producer))?;
         Ok(SliceClients { consumer, producer })
@@ -312,8 +311,13 @@ struct CopyLoop<'a> {
     runs: Vec<PartitionRun>,
     /// Each run's remote topic, as the producer's handle.
     topics: Vec<Arc<TopicHandle>>,
-    /// Records taken from a partition queue at once (kept to reuse its allocation).
+    /// Records taken from the task's queue at once, and the records of one partition among
+    /// them (both kept to reuse their allocations).
+    batch: Vec<FetchedMessage>,
     burst: Vec<FetchedMessage>,
+    /// Which run a record's source partition is, by librdkafka's topic handle and partition
+    /// (learnt from each partition's first record).
+    run_index: HashMap<(usize, i32), usize>,
     /// Turns taken so far (the consumer's main queue is polled every [`MAIN_QUEUE_EVERY`]).
     turns: u32,
     /// Last offset committed (and confirmed) per partition in this slice.
@@ -353,7 +357,7 @@ const COMMIT_AFTER_BYTES: u64 = 1024 * 1024;
 /// frequent (see `docs/offset-syncs.md`).
 const SYNC_PROMOTION_INTERVAL: Duration = Duration::from_secs(1);
 
-/// Records taken from one partition queue per turn before moving to the next partition.
+/// Records taken from the task's queue at once.
 const BURST: usize = 512;
 
 /// A task polls the consumer's main queue every this many turns.
@@ -379,21 +383,21 @@ fn copy(
     let mut task = CopyLoop::open(spec, clients, syncs)?;
     let positioned = position_partitions(spec, task.consumer, &mut task.runs, &mut outcome.gaps);
     let assignment = positioned.inspect_err(|_| outcome.partitions = task.reports())?;
-    let (queues, wake) = task.split_queues()?;
+    let (queue, wake) = task.open_queue()?;
     // Added to the slice consumer's assignment, beside the other tasks' partitions.
     task.consumer
         .incremental_assign(&assignment)
         .map_err(kafka_err(&spec.name, "assign partitions"))?;
     task.assigned = task.runs.iter().map(|r| r.tp.clone()).collect();
 
-    let stop = task.run(hooks, &queues, &wake, syncs.as_mut(), outcome);
+    let stop = task.run(hooks, &queue, &wake, syncs.as_mut(), outcome);
     if let Err(TaskError::LeaseLost { .. }) = &stop {
         // Before anything else: every moment lets more queued records out.
         task.abandon(syncs.as_mut());
     }
-    // Stop fetching: nothing more will be read (the queues go once their partitions are out).
+    // Stop fetching: nothing more will be read (the queue goes once its partitions are out).
     task.unassign_all();
-    drop(queues);
+    drop(queue);
     match stop {
         Ok(stop) => task.finish(hooks, syncs.as_mut(), stop, outcome),
         Err(e) => {
@@ -444,7 +448,9 @@ impl<'a> CopyLoop<'a> {
             tracker,
             runs,
             topics,
+            batch: Vec::with_capacity(BURST),
             burst: Vec::with_capacity(BURST),
+            run_index: HashMap::new(),
             turns: 0,
             committed: BTreeMap::new(),
             last_commit: Instant::now(),
@@ -454,38 +460,28 @@ impl<'a> CopyLoop<'a> {
         })
     }
 
-    /// One queue per partition: events then name their topic-partition. A non-empty callback
-    /// wakes the loop when any queue gets data, so an idle loop does not spin. Split *before*
-    /// assign: a record or end-of-partition fetched in between would land in the consumer's
-    /// main queue instead (librdkafka keeps an application's forwarding across assign).
-    fn split_queues(&self) -> Result<(Vec<PartitionQueue<MirrorContext>>, Wake), TaskError> {
+    /// The task's queue, into which its partitions' queues are forwarded ([`TaskQueue`]). A
+    /// non-empty callback wakes the loop when records or events arrive, so an idle loop does
+    /// not spin.
+    fn open_queue(&self) -> Result<(TaskQueue<MirrorContext>, Wake), TaskError> {
         let wake: Wake = Arc::new((Mutex::new(false), Condvar::new()));
-        let mut queues = Vec::with_capacity(self.runs.len());
-        for run in &self.runs {
-            let (topic, partition) = (&run.tp.0, run.tp.1);
-            let mut q =
-                PartitionQueue::split(self.consumer, topic, partition).ok_or_else(|| {
-                    TaskError::Config(format!(
-                        "{}: cannot open a queue for {topic}-{partition}",
-                        self.spec.name
-                    ))
-                })?;
-            let wake = wake.clone();
-            q.set_nonempty_callback(move || {
-                let (lock, cv) = &*wake;
-                *lock.lock().expect("wake lock") = true;
-                cv.notify_one();
-            });
-            queues.push(q);
-        }
-        Ok((queues, wake))
+        let tps: Vec<TopicPartition> = self.runs.iter().map(|r| r.tp.clone()).collect();
+        let mut queue = TaskQueue::forwarding(self.consumer, &tps)
+            .map_err(|e| TaskError::Config(format!("{}: {e}", self.spec.name)))?;
+        let woken = wake.clone();
+        queue.set_nonempty_callback(move || {
+            let (lock, cv) = &*woken;
+            *lock.lock().expect("wake lock") = true;
+            cv.notify_one();
+        });
+        Ok((queue, wake))
     }
 
     /// Copies until the deadline, caught up, or a failure; commits every flush interval.
     fn run(
         &mut self,
         hooks: &mut dyn TaskHooks,
-        queues: &[PartitionQueue<MirrorContext>],
+        queue: &TaskQueue<MirrorContext>,
         wake: &Wake,
         mut syncs: Option<&mut OffsetSyncSender>,
         outcome: &mut TaskOutcome,
@@ -501,7 +497,7 @@ impl<'a> CopyLoop<'a> {
                 return Ok(Stop::Done);
             }
             self.owned_until = hooks.owned_until();
-            let progressed = match self.turn(hooks, queues, &mut outcome.gaps) {
+            let progressed = match self.turn(hooks, queue, &mut outcome.gaps) {
                 Ok(progressed) => progressed,
                 Err(e @ TaskError::LeaseLost { .. }) => return Err(e),
                 Err(e) => return Ok(Stop::Failed(e)),
@@ -531,17 +527,18 @@ impl<'a> CopyLoop<'a> {
         }
     }
 
-    /// One turn: drive the clients' callbacks, forward up to [`BURST`] events of every
-    /// partition queue, and check partitions that stay silent. True when any event arrived.
+    /// One turn: drive the clients' callbacks, forward up to [`BURST`] records and events of
+    /// the task's queue, and check partitions that stay silent. True when any event arrived.
     fn turn(
         &mut self,
         hooks: &mut dyn TaskHooks,
-        queues: &[PartitionQueue<MirrorContext>],
+        queue: &TaskQueue<MirrorContext>,
         gaps: &mut Vec<Gap>,
     ) -> Result<bool, TaskError> {
         let spec = self.spec;
         // The consumer's main queue carries errors and statistics, never records: with the
-        // queues split before assign, a record here would be copied out of order. It is the
+        // partitions forwarded to the task's queue before assign, a record here would be copied
+        // out of order. It is the
         // slice's, polled by every task: every few turns is often enough.
         self.turns = self.turns.wrapping_add(1);
         let main_queue_due = self.turns % MAIN_QUEUE_EVERY == 1;
@@ -562,12 +559,15 @@ impl<'a> CopyLoop<'a> {
             None => {}
         }
 
-        let mut progressed = false;
-        for (idx, queue) in queues.iter().enumerate() {
-            if !self.runs[idx].done {
-                progressed |= self.drain(hooks, idx, queue, gaps)?;
+        // librdkafka clears the forwarding when it stops a partition it assigns again, but
+        // possibly only after the assign returns: forward again until the partition's first
+        // record or event shows it stands.
+        for (idx, run) in self.runs.iter().enumerate() {
+            if run.reassigned {
+                queue.forward_again(idx);
             }
         }
+        let progressed = self.drain(hooks, queue, gaps)?;
         for run in self.runs.iter_mut() {
             if let Some(gap) = silent_gap(spec, self.consumer, run)? {
                 apply_gap(spec, self.consumer, run, gap, gaps)?;
@@ -576,37 +576,109 @@ impl<'a> CopyLoop<'a> {
         Ok(progressed)
     }
 
-    /// Forwards up to [`BURST`] records of partition `idx`, taken from its queue at once. At
-    /// an out-of-range error or a partition failure the rest of the burst is dropped: records
-    /// fetched before a re-position (or for a stopped partition) must not be copied.
+    /// Forwards up to [`BURST`] records and events taken from the task's queue at once, each
+    /// partition's in order. True when any arrived.
     fn drain(
         &mut self,
         hooks: &mut dyn TaskHooks,
-        idx: usize,
-        queue: &PartitionQueue<MirrorContext>,
+        queue: &TaskQueue<MirrorContext>,
         gaps: &mut Vec<Gap>,
     ) -> Result<bool, TaskError> {
-        // Once per burst, not per record: a freeze mid-burst lets at most the rest of the
-        // burst through after it thaws (see the README's Guarantees).
+        // Once per batch, not per record: a freeze mid-batch lets at most the rest of the
+        // batch through after it thaws (see the README's Guarantees).
         if !self.owned_now() {
             return Err(self.lease_lost());
         }
-        let mut burst = std::mem::take(&mut self.burst);
-        queue.take(&mut burst, BURST);
-        let progressed = !burst.is_empty();
-        let drained = self.forward_burst(hooks, idx, &mut burst, gaps);
-        burst.clear(); // destroys what was not forwarded
-        self.burst = burst;
+        let mut batch = std::mem::take(&mut self.batch);
+        queue.take(&mut batch, BURST);
+        let progressed = !batch.is_empty();
+        let drained = self.forward_batch(hooks, &mut batch, gaps);
+        batch.clear(); // destroys what was not forwarded
+        self.batch = batch;
         drained.map(|()| progressed)
     }
 
+    /// Forwards a batch, a burst at a time: the records of one partition that follow each
+    /// other. At an out-of-range error or a partition failure the partition's other records
+    /// in the batch are dropped: records fetched before a re-position (or for a stopped
+    /// partition) must not be copied. So are records of a partition already done.
+    fn forward_batch(
+        &mut self,
+        hooks: &mut dyn TaskHooks,
+        batch: &mut Vec<FetchedMessage>,
+        gaps: &mut Vec<Gap>,
+    ) -> Result<(), TaskError> {
+        // Partitions stopped or re-positioned in this batch (rarely more than none).
+        let mut dropped: Vec<usize> = Vec::new();
+        let mut burst = std::mem::take(&mut self.burst);
+        let mut records = batch.drain(..).peekable();
+        let mut result = Ok(());
+        while let Some(first) = records.next() {
+            let source = first.source();
+            burst.push(first);
+            while let Some(next) = records.next_if(|m| m.source() == source) {
+                burst.push(next);
+            }
+            let idx = match self.run_of(&burst[0]) {
+                Ok(idx) => idx,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            };
+            self.runs[idx].reassigned = false;
+            if self.runs[idx].done || dropped.contains(&idx) {
+                burst.clear();
+                continue;
+            }
+            match self.forward_burst(hooks, idx, &mut burst, gaps) {
+                Ok(true) => {}
+                Ok(false) => dropped.push(idx),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+            burst.clear(); // destroys what was not forwarded
+        }
+        drop(records);
+        burst.clear();
+        self.burst = burst;
+        result
+    }
+
+    /// The index of the run `msg` belongs to: one of this task's partitions, or the task's
+    /// queue got what it must not.
+    fn run_of(&mut self, msg: &FetchedMessage) -> Result<usize, TaskError> {
+        let (topic_handle, partition) = msg.source();
+        let key = (topic_handle as usize, partition);
+        if let Some(idx) = self.run_index.get(&key) {
+            return Ok(*idx);
+        }
+        let topic = msg.topic();
+        let idx = (self.runs.iter())
+            .position(|r| Some(r.tp.0.as_str()) == topic && r.tp.1 == partition)
+            .ok_or_else(|| {
+                TaskError::Config(format!(
+                    "{}: the task's queue got {} of {}-{partition}, not one of its partitions",
+                    self.spec.name,
+                    msg.error().map_or("a record".into(), |e| e.to_string()),
+                    topic.unwrap_or("(no topic)"),
+                ))
+            })?;
+        self.run_index.insert(key, idx);
+        Ok(idx)
+    }
+
+    /// Forwards the records of partition `idx` in `burst`. False when it stopped early: the
+    /// partition was re-positioned or failed, and the rest of the burst must not be copied.
     fn forward_burst(
         &mut self,
         hooks: &mut dyn TaskHooks,
         idx: usize,
         burst: &mut Vec<FetchedMessage>,
         gaps: &mut Vec<Gap>,
-    ) -> Result<(), TaskError> {
+    ) -> Result<bool, TaskError> {
         let spec = self.spec;
         let mut limit = WaitLimit::new(self.owned_until, spec.flush_deadline);
         for msg in burst.drain(..) {
@@ -662,15 +734,15 @@ impl<'a> CopyLoop<'a> {
                 )) => {
                     let gap = out_of_range_gap(self.consumer, spec, run)?;
                     apply_gap(spec, self.consumer, run, gap, gaps)?;
-                    break;
+                    return Ok(false);
                 }
                 Some(e) => {
                     self.fail_partition(idx, &e);
-                    break;
+                    return Ok(false);
                 }
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// A consumer error for partition `idx` stops that partition, loudly: its report carries
