@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod internal_log;
 pub mod msk_iam;
 pub mod probe;
+pub mod report_thread;
 
 use crate::config::Props;
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};

@@ -12,6 +12,7 @@
 use super::acks::{AckTracker, CopyContext, RecordTag, MAX_PARTITIONS};
 use super::task_queue::FetchedMessage;
 use crate::config::Props;
+use crate::kafka::report_thread::ReportThread;
 use crate::kafka::{client_config, ClientError, Managed};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseProducer, Producer, PurgeConfig};
@@ -20,61 +21,14 @@ use rdkafka_sys::types::RDKafkaRespErr;
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::Duration;
 
 pub struct DataProducer {
     /// Dropped before the producer (field order): librdkafka wants topic handles gone first.
     topics: Mutex<HashMap<String, Arc<TopicHandle>>>,
+    /// Serves delivery reports: the tasks never poll the producer.
+    _reports: ReportThread,
     producer: Managed<Arc<BaseProducer<CopyContext>>>,
-    /// Serves delivery reports on its own thread: the tasks never poll the producer, so eight
-    /// tasks do not contend for its queue. Stopped and joined before the producer is dropped.
-    reports: Option<ReportThread>,
-}
-
-/// The thread polling the producer for delivery reports. Ours, not rdkafka's
-/// `ThreadedProducer`: that one polls in 100 ms waits and, when dropped, waits out the one in
-/// progress, which made every slice's end ~50 ms later. This one waits [`REPORT_POLL`].
-struct ReportThread {
-    stop: Arc<AtomicBool>,
-    handle: JoinHandle<()>,
-}
-
-/// How long one poll of the delivery reports waits (rdkafka's poll serves every report that
-/// arrives meanwhile, and returns only when the wait is over): bounds how long dropping the
-/// producer waits for its thread.
-const REPORT_POLL: Duration = Duration::from_millis(5);
-
-impl ReportThread {
-    fn start(role: &str, producer: Arc<BaseProducer<CopyContext>>) -> std::io::Result<Self> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = stop.clone();
-        let handle = std::thread::Builder::new()
-            .name(format!("{role}|delivery-reports"))
-            .spawn(move || {
-                while !stopped.load(Ordering::Relaxed) {
-                    producer.poll(REPORT_POLL);
-                }
-            })?;
-        Ok(ReportThread { stop, handle })
-    }
-
-    fn stop(self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if self.handle.join().is_err() {
-            tracing::error!("the data producer's delivery-report thread panicked");
-        }
-    }
-}
-
-impl Drop for DataProducer {
-    fn drop(&mut self) {
-        if let Some(reports) = self.reports.take() {
-            reports.stop();
-        }
-    }
 }
 
 impl DataProducer {
@@ -92,8 +46,8 @@ impl DataProducer {
         })?;
         Ok(DataProducer {
             topics: Mutex::new(HashMap::new()),
+            _reports: reports,
             producer,
-            reports: Some(reports),
         })
     }
 

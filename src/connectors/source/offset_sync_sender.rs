@@ -16,7 +16,8 @@
 
 use super::offset_sync_writer::OffsetSyncWriter;
 use crate::config::Props;
-use crate::kafka::{client_config, ClientError, MirrorContext};
+use crate::kafka::report_thread::ReportThread;
+use crate::kafka::{client_config, ClientError, Managed, MirrorContext};
 use crate::wire::offset_sync::OffsetSync;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{
@@ -29,7 +30,10 @@ use std::time::{Duration, Instant};
 
 /// The task's offset-sync producer and the §7.5 bookkeeping that decides what it sends.
 pub struct OffsetSyncSender {
-    producer: crate::kafka::Managed<BaseProducer<SyncContext>>,
+    /// Serves the producer's delivery reports, so the copy loop never polls it (a poll reads
+    /// the clock twice: ~4 % of the copy thread's CPU when it polled per due sync).
+    _reports: ReportThread,
+    producer: Managed<Arc<BaseProducer<SyncContext>>>,
     topic: String,
     writer: OffsetSyncWriter,
     /// Deliveries reported by the producer and not yet credited to the writer's in-flight count.
@@ -58,8 +62,17 @@ impl OffsetSyncSender {
             completed: completed.clone(),
             end: end.clone(),
         };
-        let producer = crate::kafka::create(role, &client_config(role, &props)?, context)?;
+        let producer: Managed<BaseProducer<SyncContext>> =
+            crate::kafka::create(role, &client_config(role, &props)?, context)?;
+        let producer = producer.map(Arc::new);
+        let reports = ReportThread::start(role, Arc::clone(&producer)).map_err(|source| {
+            ClientError::Thread {
+                role: role.to_string(),
+                source,
+            }
+        })?;
         Ok(OffsetSyncSender {
+            _reports: reports,
             producer,
             topic: topic.to_string(),
             writer: OffsetSyncWriter::new(offset_lag_max),
@@ -98,13 +111,13 @@ impl OffsetSyncSender {
         self.send(due);
     }
 
-    /// While a due sync waits for room in flight, serve delivery reports and fire, until it
+    /// While a due sync waits for room in flight, take delivery reports and fire, until it
     /// is sent or `deadline` passes. For the end of a slice: the copy loop is over, so waiting
     /// costs no throughput, and the last records copied get syncs at MM2's full cadence
     /// instead of one per partition for the whole final burst of acknowledgements.
     pub fn wait_for_room(&mut self, deadline: Instant) {
         while !self.writer.pending().is_empty() && Instant::now() < deadline {
-            self.producer.poll(Duration::from_millis(1));
+            std::thread::sleep(REPORT_WAIT);
             self.fire();
         }
     }
@@ -137,7 +150,6 @@ impl OffsetSyncSender {
         self.writer.take_all_pending();
         self.producer
             .purge(PurgeConfig::default().queue().inflight());
-        self.producer.poll(Duration::ZERO);
     }
 
     /// Send every pending sync now, whatever the bound: before the final commit, so the syncs
@@ -159,9 +171,8 @@ impl OffsetSyncSender {
         (end >= 0).then_some(end)
     }
 
-    /// Serve the producer's delivery reports and credit them to the in-flight bound.
+    /// Credit the delivery reports served since to the in-flight bound.
     fn credit_completions(&mut self) {
-        self.producer.poll(Duration::ZERO);
         for _ in 0..self.completed.swap(0, Ordering::SeqCst) {
             self.writer.send_completed();
         }
@@ -198,7 +209,7 @@ fn send_one(producer: &BaseProducer<SyncContext>, topic: &str, sync: &OffsetSync
             Ok(()) => return true,
             Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
                 record = back;
-                producer.poll(Duration::from_millis(5));
+                std::thread::sleep(REPORT_WAIT);
             }
             Err((e, _)) => {
                 tracing::warn!(error = %e, "offset sync not sent");
@@ -207,6 +218,9 @@ fn send_one(producer: &BaseProducer<SyncContext>, topic: &str, sync: &OffsetSync
         }
     }
 }
+
+/// How long to wait for delivery reports (served by the report thread) before looking again.
+const REPORT_WAIT: Duration = Duration::from_millis(1);
 
 struct SyncContext {
     completed: Arc<AtomicUsize>,
