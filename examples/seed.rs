@@ -28,6 +28,9 @@ struct Args {
     records: u64,
     #[arg(long, default_value_t = 512)]
     size: usize,
+    /// The topic's `compression.type` when it is created (e.g. lz4, zstd).
+    #[arg(long, default_value = "producer")]
+    compression: String,
 }
 
 #[tokio::main]
@@ -38,11 +41,10 @@ async fn main() -> anyhow::Result<()> {
         .create()?;
     let created = admin
         .create_topics(
-            &[NewTopic::new(
-                &args.topic,
-                args.partitions,
-                TopicReplication::Fixed(1),
-            )],
+            &[
+                NewTopic::new(&args.topic, args.partitions, TopicReplication::Fixed(1))
+                    .set("compression.type", &args.compression),
+            ],
             &AdminOptions::new(),
         )
         .await?;
