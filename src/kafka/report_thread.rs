@@ -10,6 +10,8 @@
 //! milliseconds, so the last millisecond of every poll spins, reading the clock twice a turn
 //! (with 5 ms polls that was a fifth of the thread's time).
 
+use super::{ClientError, Managed};
+use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseProducer, ProducerContext};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -19,6 +21,25 @@ use std::time::Duration;
 /// arrives meanwhile, and returns only when the wait is over): how long the thread may
 /// outlive its owner.
 const REPORT_POLL: Duration = Duration::from_millis(100);
+
+/// A producer that can be shared with its report thread.
+pub type SharedProducer<C> = Managed<Arc<BaseProducer<C>>>;
+
+/// Creates the producer `role` ([`super::create`]) with a report thread serving it.
+pub fn create_producer<C: ProducerContext + 'static>(
+    role: &str,
+    config: &ClientConfig,
+    context: C,
+) -> Result<(ReportThread, SharedProducer<C>), ClientError> {
+    let producer: Managed<BaseProducer<C>> = super::create(role, config, context)?;
+    let producer = producer.map(Arc::new);
+    let reports =
+        ReportThread::start(role, Arc::clone(&producer)).map_err(|source| ClientError::Thread {
+            role: role.to_string(),
+            source,
+        })?;
+    Ok((reports, producer))
+}
 
 /// The thread polling one producer; told to stop when dropped.
 pub struct ReportThread {

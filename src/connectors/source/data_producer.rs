@@ -12,10 +12,10 @@
 use super::acks::{AckTracker, CopyContext, RecordTag, MAX_PARTITIONS};
 use super::task_queue::FetchedMessage;
 use crate::config::Props;
-use crate::kafka::report_thread::ReportThread;
-use crate::kafka::{client_config, ClientError, Managed};
+use crate::kafka::report_thread::{create_producer, ReportThread, SharedProducer};
+use crate::kafka::{client_config, ClientError};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::{BaseProducer, Producer, PurgeConfig};
+use rdkafka::producer::{Producer, PurgeConfig};
 use rdkafka_sys as rdsys;
 use rdkafka_sys::types::RDKafkaRespErr;
 use std::collections::HashMap;
@@ -28,22 +28,14 @@ pub struct DataProducer {
     topics: Mutex<HashMap<String, Arc<TopicHandle>>>,
     /// Serves delivery reports: the tasks never poll the producer.
     _reports: ReportThread,
-    producer: Managed<Arc<BaseProducer<CopyContext>>>,
+    producer: SharedProducer<CopyContext>,
 }
 
 impl DataProducer {
     /// Creates the producer `role` with these (Java-named) settings.
     pub fn open(role: &str, props: &Props) -> Result<Self, ClientError> {
         let config = client_config(role, props)?;
-        let producer: Managed<BaseProducer<CopyContext>> =
-            crate::kafka::create(role, &config, CopyContext::default())?;
-        let producer = producer.map(Arc::new);
-        let reports = ReportThread::start(role, Arc::clone(&producer)).map_err(|source| {
-            ClientError::Thread {
-                role: role.to_string(),
-                source,
-            }
-        })?;
+        let (reports, producer) = create_producer(role, &config, CopyContext::default())?;
         Ok(DataProducer {
             topics: Mutex::new(HashMap::new()),
             _reports: reports,

@@ -16,8 +16,8 @@
 
 use super::offset_sync_writer::OffsetSyncWriter;
 use crate::config::Props;
-use crate::kafka::report_thread::ReportThread;
-use crate::kafka::{client_config, ClientError, Managed, MirrorContext};
+use crate::kafka::report_thread::{create_producer, ReportThread, SharedProducer};
+use crate::kafka::{client_config, ClientError, MirrorContext};
 use crate::wire::offset_sync::OffsetSync;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{
@@ -33,7 +33,7 @@ pub struct OffsetSyncSender {
     /// Serves the producer's delivery reports, so the copy loop never polls it (a poll reads
     /// the clock twice: ~4 % of the copy thread's CPU when it polled per due sync).
     _reports: ReportThread,
-    producer: Managed<Arc<BaseProducer<SyncContext>>>,
+    producer: SharedProducer<SyncContext>,
     topic: String,
     writer: OffsetSyncWriter,
     /// Deliveries reported by the producer and not yet credited to the writer's in-flight count.
@@ -62,15 +62,8 @@ impl OffsetSyncSender {
             completed: completed.clone(),
             end: end.clone(),
         };
-        let producer: Managed<BaseProducer<SyncContext>> =
-            crate::kafka::create(role, &client_config(role, &props)?, context)?;
-        let producer = producer.map(Arc::new);
-        let reports = ReportThread::start(role, Arc::clone(&producer)).map_err(|source| {
-            ClientError::Thread {
-                role: role.to_string(),
-                source,
-            }
-        })?;
+        let config = client_config(role, &props)?;
+        let (reports, producer) = create_producer(role, &config, context)?;
         Ok(OffsetSyncSender {
             _reports: reports,
             producer,
