@@ -537,9 +537,9 @@ impl<'a> CopyLoop<'a> {
     ) -> Result<bool, TaskError> {
         let spec = self.spec;
         // The consumer's main queue carries errors and statistics, never records: with the
-        // partitions forwarded to the task's queue before assign, a record here would be copied
-        // out of order. It is the
-        // slice's, polled by every task: every few turns is often enough.
+        // partitions forwarded to the task's queue before assign, a record here would be
+        // copied out of order. It is the slice's, polled by every task: every few turns is
+        // often enough.
         self.turns = self.turns.wrapping_add(1);
         let main_queue_due = self.turns % MAIN_QUEUE_EVERY == 1;
         match main_queue_due
@@ -626,11 +626,13 @@ impl<'a> CopyLoop<'a> {
                     break;
                 }
             };
-            self.runs[idx].reassigned = false;
             if self.runs[idx].done || dropped.contains(&idx) {
-                burst.clear();
+                burst.clear(); // fetched before the partition stopped or moved
                 continue;
             }
+            // A record or event forwarded to us after a re-assign: the forwarding stands.
+            self.runs[idx].reassigned = false;
+            // Empties `burst` whatever it returns.
             match self.forward_burst(hooks, idx, &mut burst, gaps) {
                 Ok(true) => {}
                 Ok(false) => dropped.push(idx),
@@ -639,9 +641,8 @@ impl<'a> CopyLoop<'a> {
                     break;
                 }
             }
-            burst.clear(); // destroys what was not forwarded
         }
-        drop(records);
+        drop(records); // destroys what was not forwarded after an error
         burst.clear();
         self.burst = burst;
         result
