@@ -408,6 +408,9 @@ async fn a_tasks_max_change_starts_nothing_beside_the_running_slice() {
     let stack = common::stack();
     let flow = Flow::new("").await;
     flow.set_tasks_max(1);
+    // Small produce requests (one in flight): the first slice must still be copying when it
+    // freezes, however fast the machine copies (it once finished first on a loaded machine).
+    flow.append(&format!("{}.producer.batch.size = 4096\n", flow.target));
     let topic = format!("m-{}", flow.source);
     let remote = format!("{}.{topic}", flow.source);
     let (partitions, total) = (2, 100_000);
