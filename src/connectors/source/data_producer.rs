@@ -51,10 +51,10 @@ impl DataProducer {
     /// Registers a task's tracker; a task with too many partitions, or one task too many, is
     /// refused with the reason.
     pub(super) fn register(
-        &self,
+        self: &Arc<Self>,
         tracker: Arc<Mutex<AckTracker>>,
         partitions: usize,
-    ) -> Result<TaskSlot<'_>, String> {
+    ) -> Result<TaskSlot, String> {
         if partitions > MAX_PARTITIONS {
             return Err(format!(
                 "{partitions} partitions in one task; at most {MAX_PARTITIONS} are supported \
@@ -64,7 +64,7 @@ impl DataProducer {
         let slot = (self.producer.context().register(tracker))
             .ok_or_else(|| "too many tasks share one data producer".to_string())?;
         Ok(TaskSlot {
-            producer: self,
+            producer: self.clone(),
             slot,
         })
     }
@@ -95,14 +95,14 @@ impl DataProducer {
 }
 
 /// A task's registration with the data producer; unregistered when dropped.
-pub(super) struct TaskSlot<'p> {
-    producer: &'p DataProducer,
+pub(super) struct TaskSlot {
+    producer: Arc<DataProducer>,
     slot: usize,
 }
 
-impl TaskSlot<'_> {
+impl TaskSlot {
     pub(super) fn producer(&self) -> &DataProducer {
-        self.producer
+        &self.producer
     }
 
     /// Hands a copy of the consumed record `msg` to the producer: same key, value, `headers`
@@ -192,7 +192,7 @@ impl TaskSlot<'_> {
     }
 }
 
-impl Drop for TaskSlot<'_> {
+impl Drop for TaskSlot {
     fn drop(&mut self) {
         self.producer.producer.context().unregister(self.slot);
     }

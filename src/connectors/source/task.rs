@@ -55,6 +55,7 @@ use rdkafka::producer::PurgeConfig;
 use rdkafka::{Message, Offset, TopicPartitionList};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
+use std::ops::ControlFlow;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -231,7 +232,7 @@ impl TaskOutcome {
 /// own. Blocking: call it from a blocking thread.
 pub fn run_source_task(spec: &SourceTaskSpec, hooks: &mut dyn TaskHooks) -> TaskOutcome {
     match SliceClients::open(&spec.name, &spec.consumer, &spec.producer, 1) {
-        Ok(clients) => run_source_task_on(spec, &clients, hooks),
+        Ok(clients) => run_source_task_on(spec, &Arc::new(clients), hooks),
         Err(e) => TaskOutcome::empty(Some(TaskError::Client(Box::new(e)).to_string())),
     }
 }
@@ -240,7 +241,7 @@ pub fn run_source_task(spec: &SourceTaskSpec, hooks: &mut dyn TaskHooks) -> Task
 /// producer to the target.
 pub struct SliceClients {
     pub consumer: ReplicationConsumer,
-    pub producer: DataProducer,
+    pub producer: Arc<DataProducer>,
 }
 
 impl SliceClients {
@@ -255,34 +256,49 @@ impl SliceClients {
         let role = format!("{owner}|replication-consumer");
         let consumer = ReplicationConsumer::open(&role, consumer, tasks)?;
         let role = format!("{owner}|replication-producer");
-        let producer = DataProducer::open(&role, &producer_props(producer))?;
+        let producer = Arc::new(DataProducer::open(&role, &producer_props(producer))?);
         Ok(SliceClients { consumer, producer })
     }
 }
 
-/// Run one task for one slice with the slice's shared `clients`. Blocking: call it from a
-/// blocking thread.
+/// Run one task for one slice with the slice's shared `clients`, alone on this thread.
+/// Blocking: call it from a blocking thread.
 pub fn run_source_task_on(
     spec: &SourceTaskSpec,
-    clients: &SliceClients,
+    clients: &Arc<SliceClients>,
     hooks: &mut dyn TaskHooks,
 ) -> TaskOutcome {
-    let mut outcome = TaskOutcome::empty(None);
-    // Created by `copy` beside the other clients; read here so every way out reports it.
-    let mut syncs: Option<OffsetSyncSender> = None;
-    if let Err(e) = copy(spec, clients, hooks, &mut syncs, &mut outcome) {
-        outcome.error = Some(e.to_string());
+    let wake = Wake::default();
+    let mut task = match ActiveTask::start(Arc::new(spec.clone()), clients, &wake) {
+        Ok(task) => task,
+        Err(ended) => return ended,
+    };
+    loop {
+        match task.step(hooks) {
+            Turn::Progressed => {}
+            Turn::Idle => wake.wait(IDLE_WAIT, spec.stop_at),
+            Turn::CommitPending => task.await_commit(hooks),
+            Turn::Stopped => break,
+        }
     }
-    if let Some(s) = &syncs {
+    task.finish(hooks)
+}
+
+/// The figures of a task's outcome from its partitions' reports and its offset syncs.
+fn finalize(
+    mut outcome: TaskOutcome,
+    syncs: Option<&OffsetSyncSender>,
+    no_partitions: bool,
+) -> TaskOutcome {
+    if let Some(s) = syncs {
         outcome.offset_syncs_sent = s.sent();
         outcome.offset_syncs_end = s.end_offset();
     }
     outcome.records = outcome.partitions.iter().map(|p| p.records).sum();
     outcome.bytes = outcome.partitions.iter().map(|p| p.bytes).sum();
     outcome.caught_up = outcome.error.is_none()
-        && !outcome.partitions.is_empty()
-        && outcome.partitions.iter().all(|p| p.caught_up)
-        || (outcome.error.is_none() && spec.partitions.is_empty());
+        && (no_partitions
+            || !outcome.partitions.is_empty() && outcome.partitions.iter().all(|p| p.caught_up));
     outcome
 }
 
@@ -299,14 +315,14 @@ pub(super) fn kafka_err(
 }
 
 /// A task's clients and per-partition state for one slice.
-struct CopyLoop<'a> {
-    spec: &'a SourceTaskSpec,
+struct CopyLoop {
+    spec: Arc<SourceTaskSpec>,
     /// The slice's replication consumer.
-    consumer: &'a Arc<BaseConsumer<MirrorContext>>,
+    consumer: Arc<BaseConsumer<MirrorContext>>,
     /// The partitions this task added to its assignment and has not taken out again.
     assigned: Vec<TopicPartition>,
     /// This task's registration with the slice's data producer.
-    slot: TaskSlot<'a>,
+    slot: TaskSlot,
     tracker: Arc<Mutex<AckTracker>>,
     runs: Vec<PartitionRun>,
     /// Each run's remote topic, as the producer's handle.
@@ -322,6 +338,8 @@ struct CopyLoop<'a> {
     turns: u32,
     /// Last offset committed (and confirmed) per partition in this slice.
     committed: BTreeMap<TopicPartition, i64>,
+    /// The commit handed to the hooks and not yet confirmed.
+    in_flight: Option<CommitInFlight>,
     /// When the last commit was started, and the bytes acknowledged by then.
     last_commit: Instant,
     acked_at_commit: u64,
@@ -330,6 +348,8 @@ struct CopyLoop<'a> {
     /// The lease's validity as of this turn ([`TaskHooks::owned_until`]): no record is handed
     /// to the producer at or after it.
     owned_until: Option<Instant>,
+    /// Keeps the slice's clients open while the task runs: the last holder closes them.
+    _clients: Arc<SliceClients>,
 }
 
 /// Why the copy loop stopped (an `Err` from it aborts the task: nothing more is committed).
@@ -340,8 +360,37 @@ enum Stop {
     Failed(TaskError),
 }
 
-/// Set by the partition queues' callbacks so an idle copy loop sleeps instead of spinning.
-type Wake = Arc<(Mutex<bool>, Condvar)>;
+/// A commit started and not yet confirmed.
+struct CommitInFlight {
+    offsets: BTreeMap<TopicPartition, i64>,
+    /// Its confirmation promotes the delayed offset syncs.
+    promote: bool,
+}
+
+/// Set by the task queues' callbacks so an idle copy loop sleeps instead of spinning.
+#[derive(Clone, Default)]
+pub(crate) struct Wake(Arc<(Mutex<bool>, Condvar)>);
+
+impl Wake {
+    /// Wakes the loop waiting on it (or its next wait).
+    pub(crate) fn notify(&self) {
+        let (lock, cv) = &*self.0;
+        *lock.lock().expect("wake lock") = true;
+        cv.notify_one();
+    }
+
+    /// Sleeps until notified, or for `at_most` (never past `stop_at`), to re-check the
+    /// deadline and drive callbacks.
+    pub(crate) fn wait(&self, at_most: Duration, stop_at: Instant) {
+        let (lock, cv) = &*self.0;
+        let mut woken = lock.lock().expect("wake lock");
+        if !*woken {
+            let wait = at_most.min(stop_at.saturating_duration_since(Instant::now()));
+            woken = cv.wait_timeout(woken, wait).expect("wake lock").0;
+        }
+        *woken = false;
+    }
+}
 
 /// How long the end-of-slice lag probe may wait for the broker's listed end offsets.
 const LAG_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -357,6 +406,9 @@ const COMMIT_AFTER_BYTES: u64 = 1024 * 1024;
 /// frequent (see `docs/offset-syncs.md`).
 const SYNC_PROMOTION_INTERVAL: Duration = Duration::from_secs(1);
 
+/// How long an idle copy loop sleeps at most before it looks at its deadline and callbacks.
+pub(crate) const IDLE_WAIT: Duration = Duration::from_millis(20);
+
 /// Records taken from the task's queue at once.
 const BURST: usize = 512;
 
@@ -370,49 +422,135 @@ const DELIVERY_WAIT: Duration = Duration::from_millis(1);
 /// How long a task waits for the reports of records it purged at its deadline.
 const PURGE_REPORTS: Duration = Duration::from_millis(100);
 
-fn copy(
-    spec: &SourceTaskSpec,
-    clients: &SliceClients,
-    hooks: &mut dyn TaskHooks,
-    syncs: &mut Option<OffsetSyncSender>,
-    outcome: &mut TaskOutcome,
-) -> Result<(), TaskError> {
-    if spec.partitions.is_empty() {
-        return Ok(());
-    }
-    let mut task = CopyLoop::open(spec, clients, syncs)?;
-    let positioned = position_partitions(spec, task.consumer, &mut task.runs, &mut outcome.gaps);
-    let assignment = positioned.inspect_err(|_| outcome.partitions = task.reports())?;
-    let (queue, wake) = task.open_queue()?;
-    // Added to the slice consumer's assignment, beside the other tasks' partitions.
-    task.consumer
-        .incremental_assign(&assignment)
-        .map_err(kafka_err(&spec.name, "assign partitions"))?;
-    task.assigned = task.runs.iter().map(|r| r.tp.clone()).collect();
+/// A task whose partitions are assigned: stepped a turn at a time (alone, or beside the
+/// slice's other tasks on one thread) until it stops, then finished.
+pub(crate) struct ActiveTask {
+    task: CopyLoop,
+    queue: Option<TaskQueue<MirrorContext>>,
+    syncs: Option<OffsetSyncSender>,
+    outcome: TaskOutcome,
+    /// Why the copy stopped, once it did.
+    stop: Option<Result<Stop, TaskError>>,
+}
 
-    let stop = task.run(hooks, &queue, &wake, syncs.as_mut(), outcome);
-    if let Err(TaskError::LeaseLost { .. }) = &stop {
-        // Before anything else: every moment lets more queued records out.
-        task.abandon(syncs.as_mut());
-    }
-    // Stop fetching: nothing more will be read (the queue goes once its partitions are out).
-    task.unassign_all();
-    drop(queue);
-    match stop {
-        Ok(stop) => task.finish(hooks, syncs.as_mut(), stop, outcome),
-        Err(e) => {
-            outcome.partitions = task.early_reports();
-            Err(e)
+/// What one step of a task did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Turn {
+    /// Records or events were forwarded.
+    Progressed,
+    /// Nothing arrived: its queue's callback sets the wake when something does.
+    Idle,
+    /// A commit is unconfirmed: the task copies nothing more until it is.
+    CommitPending,
+    /// The copy ended: [`ActiveTask::finish`] it.
+    Stopped,
+}
+
+impl ActiveTask {
+    /// Opens the task's side of the slice's clients, positions its partitions and adds them to
+    /// the consumer's assignment; its queue sets `wake` when records arrive. A task that has
+    /// nothing to copy, or fails on the way, ends at once with its outcome.
+    pub(crate) fn start(
+        spec: Arc<SourceTaskSpec>,
+        clients: &Arc<SliceClients>,
+        wake: &Wake,
+    ) -> Result<Self, TaskOutcome> {
+        let mut outcome = TaskOutcome::empty(None);
+        if spec.partitions.is_empty() {
+            return Err(finalize(outcome, None, true));
         }
+        let mut syncs = None;
+        let mut task = match CopyLoop::open(spec, clients, &mut syncs) {
+            Ok(task) => task,
+            Err(e) => {
+                outcome.error = Some(e.to_string());
+                return Err(finalize(outcome, syncs.as_ref(), false));
+            }
+        };
+        match task.assign(wake, &mut outcome.gaps) {
+            Ok(queue) => Ok(ActiveTask {
+                task,
+                queue: Some(queue),
+                syncs,
+                outcome,
+                stop: None,
+            }),
+            Err(e) => {
+                outcome.partitions = task.reports();
+                outcome.error = Some(e.to_string());
+                Err(finalize(outcome, syncs.as_ref(), false))
+            }
+        }
+    }
+
+    /// One turn of the copy ([`CopyLoop::step`]); [`Turn::Stopped`] once it ended.
+    pub(crate) fn step(&mut self, hooks: &mut dyn TaskHooks) -> Turn {
+        if self.stop.is_some() {
+            return Turn::Stopped;
+        }
+        let queue = self.queue.as_ref().expect("a running task has its queue");
+        match (self.task).step(hooks, queue, self.syncs.as_mut(), &mut self.outcome) {
+            Ok(ControlFlow::Continue(turn)) => turn,
+            Ok(ControlFlow::Break(stop)) => self.stopped(Ok(stop)),
+            Err(e) => self.stopped(Err(e)),
+        }
+    }
+
+    /// Waits for the task's unconfirmed commit (when it runs alone: nothing else to do).
+    pub(crate) fn await_commit(&mut self, hooks: &mut dyn TaskHooks) {
+        let settled =
+            (self.task).settle_commit(hooks, true, self.syncs.as_mut(), &mut self.outcome);
+        if let Err(e) = settled {
+            self.stopped(Err(e));
+        }
+    }
+
+    /// When the copy stopped, before anything else: a lost lease drops what is queued, as
+    /// every moment lets more queued records out.
+    fn stopped(&mut self, stop: Result<Stop, TaskError>) -> Turn {
+        if let Err(TaskError::LeaseLost { .. }) = &stop {
+            self.task.abandon(self.syncs.as_mut());
+        }
+        self.stop = Some(stop);
+        Turn::Stopped
+    }
+
+    /// Ends the task: settles its last commit, stops fetching, flushes, commits what was
+    /// acknowledged and reports. Blocking (it waits for deliveries and the commit).
+    pub(crate) fn finish(mut self, hooks: &mut dyn TaskHooks) -> TaskOutcome {
+        if let Some(Ok(_)) = &self.stop {
+            self.await_commit(hooks);
+        }
+        let ActiveTask {
+            mut task,
+            queue,
+            mut syncs,
+            mut outcome,
+            stop,
+        } = self;
+        // Stop fetching: nothing more will be read (the queue goes once its partitions are out).
+        task.unassign_all();
+        drop(queue);
+        let ended = match stop.unwrap_or(Ok(Stop::Done)) {
+            Ok(stop) => task.finish(hooks, syncs.as_mut(), stop, &mut outcome),
+            Err(e) => {
+                outcome.partitions = task.early_reports();
+                Err(e)
+            }
+        };
+        if let Err(e) = ended {
+            outcome.error = Some(e.to_string());
+        }
+        finalize(outcome, syncs.as_ref(), false)
     }
 }
 
-impl<'a> CopyLoop<'a> {
+impl CopyLoop {
     /// Creates the replication consumer and, when offset syncs are enabled, the offset-sync
     /// sender; registers with the data producer.
     fn open(
-        spec: &'a SourceTaskSpec,
-        clients: &'a SliceClients,
+        spec: Arc<SourceTaskSpec>,
+        clients: &Arc<SliceClients>,
         syncs: &mut Option<OffsetSyncSender>,
     ) -> Result<Self, TaskError> {
         let producer = &clients.producer;
@@ -442,7 +580,8 @@ impl<'a> CopyLoop<'a> {
         }
         Ok(CopyLoop {
             spec,
-            consumer: clients.consumer.client(),
+            consumer: clients.consumer.client().clone(),
+            _clients: clients.clone(),
             assigned: Vec::new(),
             slot,
             tracker,
@@ -453,6 +592,7 @@ impl<'a> CopyLoop<'a> {
             run_index: HashMap::new(),
             turns: 0,
             committed: BTreeMap::new(),
+            in_flight: None,
             last_commit: Instant::now(),
             acked_at_commit: 0,
             last_promotion: Instant::now(),
@@ -463,68 +603,86 @@ impl<'a> CopyLoop<'a> {
     /// The task's queue, into which its partitions' queues are forwarded ([`TaskQueue`]). A
     /// non-empty callback wakes the loop when records or events arrive, so an idle loop does
     /// not spin.
-    fn open_queue(&self) -> Result<(TaskQueue<MirrorContext>, Wake), TaskError> {
-        let wake: Wake = Arc::new((Mutex::new(false), Condvar::new()));
+    fn open_queue(&self, wake: &Wake) -> Result<TaskQueue<MirrorContext>, TaskError> {
         let tps: Vec<TopicPartition> = self.runs.iter().map(|r| r.tp.clone()).collect();
-        let mut queue = TaskQueue::forwarding(self.consumer, &tps)
+        let mut queue = TaskQueue::forwarding(&self.consumer, &tps)
             .map_err(|e| TaskError::Config(format!("{}: {e}", self.spec.name)))?;
-        let woken = wake.clone();
-        queue.set_nonempty_callback(move || {
-            let (lock, cv) = &*woken;
-            *lock.lock().expect("wake lock") = true;
-            cv.notify_one();
-        });
-        Ok((queue, wake))
+        let wake = wake.clone();
+        queue.set_nonempty_callback(move || wake.notify());
+        Ok(queue)
     }
 
-    /// Copies until the deadline, caught up, or a failure; commits every flush interval.
-    fn run(
+    /// Positions the partitions, forwards them into the task's queue (which sets `wake` when
+    /// records arrive) and adds them to the slice consumer's assignment, beside the other
+    /// tasks' partitions.
+    fn assign(
+        &mut self,
+        wake: &Wake,
+        gaps: &mut Vec<Gap>,
+    ) -> Result<TaskQueue<MirrorContext>, TaskError> {
+        let assignment = position_partitions(&self.spec, &self.consumer, &mut self.runs, gaps)?;
+        let queue = self.open_queue(wake)?;
+        self.consumer
+            .incremental_assign(&assignment)
+            .map_err(kafka_err(&self.spec.name, "assign partitions"))?;
+        self.assigned = self.runs.iter().map(|r| r.tp.clone()).collect();
+        Ok(queue)
+    }
+
+    /// One step of the copy: a turn ([`CopyLoop::turn`]), then the offset syncs, the checks
+    /// and a commit when one is due. Breaks at the deadline, when caught up, or at a failure;
+    /// an `Err` aborts the task (nothing more is committed). While a commit is unconfirmed the
+    /// task copies nothing: a commit left on its way across a freeze lands at the thaw,
+    /// possibly after a successor's, and moves the stored offset back.
+    fn step(
         &mut self,
         hooks: &mut dyn TaskHooks,
         queue: &TaskQueue<MirrorContext>,
-        wake: &Wake,
         mut syncs: Option<&mut OffsetSyncSender>,
         outcome: &mut TaskOutcome,
-    ) -> Result<Stop, TaskError> {
-        let spec = self.spec;
-        loop {
-            if Instant::now() >= spec.stop_at {
-                return Ok(Stop::Done);
-            }
-            if self.runs.iter().all(|r| r.done || r.at_end)
-                && confirm_at_end(self.consumer, &mut self.runs)
-            {
-                return Ok(Stop::Done);
-            }
-            self.owned_until = hooks.owned_until();
-            let progressed = match self.turn(hooks, queue, &mut outcome.gaps) {
-                Ok(progressed) => progressed,
-                Err(e @ TaskError::LeaseLost { .. }) => return Err(e),
-                Err(e) => return Ok(Stop::Failed(e)),
-            };
-            // Offset syncs are writes too: only while the lease holds (as of this turn).
-            if !self.owned_now() {
-                return Err(self.lease_lost());
-            }
-            feed_syncs(&self.tracker, &self.runs, syncs.as_deref_mut(), None);
-            if let Some(failure) = first_failure(&spec.name, &self.tracker, &self.runs) {
-                return Ok(Stop::Failed(failure));
-            }
-            if self.tracker.lock().expect("ack tracker poisoned").purged > 0 {
-                // Another task of the slice lost its lease and purged the shared producer:
-                // nothing copied after the hole can be committed, so stop and commit up to it.
-                tracing::warn!(task = %spec.name, "records purged from the shared producer; stopping early");
-                return Ok(Stop::Done);
-            }
-            if self.commit_due() {
-                self.check_owner(hooks)?;
-                let promote = self.promotion_due();
-                self.commit(hooks, syncs.as_deref_mut(), promote, outcome)?;
-            }
-            if !progressed {
-                wait_for_data(wake, spec.stop_at);
-            }
+    ) -> Result<ControlFlow<Stop, Turn>, TaskError> {
+        let spec = self.spec.clone();
+        if Instant::now() >= spec.stop_at {
+            return Ok(ControlFlow::Break(Stop::Done));
         }
+        if !self.settle_commit(hooks, false, syncs.as_deref_mut(), outcome)? {
+            return Ok(ControlFlow::Continue(Turn::CommitPending));
+        }
+        if self.runs.iter().all(|r| r.done || r.at_end)
+            && confirm_at_end(&self.consumer, &mut self.runs)
+        {
+            return Ok(ControlFlow::Break(Stop::Done));
+        }
+        self.owned_until = hooks.owned_until();
+        let progressed = match self.turn(hooks, queue, &mut outcome.gaps) {
+            Ok(progressed) => progressed,
+            Err(e @ TaskError::LeaseLost { .. }) => return Err(e),
+            Err(e) => return Ok(ControlFlow::Break(Stop::Failed(e))),
+        };
+        // Offset syncs are writes too: only while the lease holds (as of this turn).
+        if !self.owned_now() {
+            return Err(self.lease_lost());
+        }
+        feed_syncs(&self.tracker, &self.runs, syncs, None);
+        if let Some(failure) = first_failure(&spec.name, &self.tracker, &self.runs) {
+            return Ok(ControlFlow::Break(Stop::Failed(failure)));
+        }
+        if self.tracker.lock().expect("ack tracker poisoned").purged > 0 {
+            // Another task of the slice lost its lease and purged the shared producer:
+            // nothing copied after the hole can be committed, so stop and commit up to it.
+            tracing::warn!(task = %spec.name, "records purged from the shared producer; stopping early");
+            return Ok(ControlFlow::Break(Stop::Done));
+        }
+        if self.commit_due() {
+            self.check_owner(hooks)?;
+            let promote = self.promotion_due();
+            self.start_commit(hooks, promote)?;
+            return Ok(ControlFlow::Continue(Turn::CommitPending));
+        }
+        Ok(ControlFlow::Continue(match progressed {
+            true => Turn::Progressed,
+            false => Turn::Idle,
+        }))
     }
 
     /// One turn: drive the clients' callbacks, forward up to [`BURST`] records and events of
@@ -535,7 +693,7 @@ impl<'a> CopyLoop<'a> {
         queue: &TaskQueue<MirrorContext>,
         gaps: &mut Vec<Gap>,
     ) -> Result<bool, TaskError> {
-        let spec = self.spec;
+        let spec = self.spec.clone();
         // The consumer's main queue carries errors and statistics, never records: with the
         // partitions forwarded to the task's queue before assign, a record here would be
         // copied out of order. It is the slice's, polled by every task: every few turns is
@@ -569,8 +727,8 @@ impl<'a> CopyLoop<'a> {
         }
         let progressed = self.drain(hooks, queue, gaps)?;
         for run in self.runs.iter_mut() {
-            if let Some(gap) = silent_gap(spec, self.consumer, run)? {
-                apply_gap(spec, self.consumer, run, gap, gaps)?;
+            if let Some(gap) = silent_gap(&spec, &self.consumer, run)? {
+                apply_gap(&spec, &self.consumer, run, gap, gaps)?;
             }
         }
         Ok(progressed)
@@ -680,7 +838,7 @@ impl<'a> CopyLoop<'a> {
         burst: &mut Vec<FetchedMessage>,
         gaps: &mut Vec<Gap>,
     ) -> Result<bool, TaskError> {
-        let spec = self.spec;
+        let spec = self.spec.clone();
         let mut limit = WaitLimit::new(self.owned_until, spec.flush_deadline);
         for msg in burst.drain(..) {
             let run = &mut self.runs[idx];
@@ -723,7 +881,7 @@ impl<'a> CopyLoop<'a> {
                     run.silent_since = None;
                     if run.next.is_none() {
                         // Positioned by reset policy on an empty log: learn the position.
-                        run.next = position_of(self.consumer, &run.tp);
+                        run.next = position_of(&self.consumer, &run.tp);
                         run.report.start_offset = run.next;
                     }
                 }
@@ -733,8 +891,8 @@ impl<'a> CopyLoop<'a> {
                 Some(KafkaError::MessageConsumption(
                     RDKafkaErrorCode::OffsetOutOfRange | RDKafkaErrorCode::AutoOffsetReset,
                 )) => {
-                    let gap = out_of_range_gap(self.consumer, spec, run)?;
-                    apply_gap(spec, self.consumer, run, gap, gaps)?;
+                    let gap = out_of_range_gap(&self.consumer, &spec, run)?;
+                    apply_gap(&spec, &self.consumer, run, gap, gaps)?;
                     return Ok(false);
                 }
                 Some(e) => {
@@ -784,11 +942,7 @@ impl<'a> CopyLoop<'a> {
         }
     }
 
-    /// Commits what is acknowledged and not yet committed, and waits for it before the copy
-    /// goes on (one round trip; the producer queue keeps the target busy meanwhile): a commit
-    /// left on its way across a freeze lands at the thaw, possibly after a successor's, and
-    /// moves the stored offset back. Once confirmed, its offsets count as committed and, with
-    /// `promote` (§7.4), the latest offset sync of every partition is due.
+    /// Commits what is acknowledged and not yet committed, and waits for it.
     fn commit(
         &mut self,
         hooks: &mut dyn TaskHooks,
@@ -796,22 +950,54 @@ impl<'a> CopyLoop<'a> {
         promote: bool,
         outcome: &mut TaskOutcome,
     ) -> Result<(), TaskError> {
+        self.start_commit(hooks, promote)?;
+        self.settle_commit(hooks, true, syncs, outcome).map(|_| ())
+    }
+
+    /// Hands what is acknowledged and not yet committed to the hooks, without waiting; with
+    /// `promote` (§7.4), its confirmation makes the latest offset sync of every partition due.
+    fn start_commit(&mut self, hooks: &mut dyn TaskHooks, promote: bool) -> Result<(), TaskError> {
+        debug_assert!(self.in_flight.is_none(), "one commit at a time");
         self.last_commit = Instant::now();
         self.acked_at_commit = self.acked_bytes();
         let offsets = committable(&self.tracker, &self.runs, &self.committed);
         if !offsets.is_empty() {
             hooks.start_commit(offsets.clone())?;
-            hooks.commit_outcome(true).unwrap_or(Ok(()))?;
         }
-        self.committed.extend(offsets);
+        self.in_flight = Some(CommitInFlight { offsets, promote });
+        Ok(())
+    }
+
+    /// Settles the commit in flight, if any, waiting for it with `wait`. True when none is left
+    /// in flight: its offsets count as committed, and promoted syncs go out.
+    fn settle_commit(
+        &mut self,
+        hooks: &mut dyn TaskHooks,
+        wait: bool,
+        syncs: Option<&mut OffsetSyncSender>,
+        outcome: &mut TaskOutcome,
+    ) -> Result<bool, TaskError> {
+        let Some(commit) = &self.in_flight else {
+            return Ok(true);
+        };
+        let confirmed = match commit.offsets.is_empty() {
+            true => Ok(()),
+            false => match hooks.commit_outcome(wait) {
+                Some(confirmed) => confirmed,
+                None => return Ok(false),
+            },
+        };
+        let commit = self.in_flight.take().expect("a commit in flight");
+        confirmed?;
+        self.committed.extend(commit.offsets);
         outcome.commits += 1;
-        if promote {
+        if commit.promote {
             self.last_promotion = Instant::now();
         }
         if let Some(s) = syncs {
-            s.committed(promote);
+            s.committed(commit.promote);
         }
-        Ok(())
+        Ok(true)
     }
 
     /// A commit is due every flush interval, and as soon as [`COMMIT_AFTER_BYTES`] were
@@ -848,7 +1034,7 @@ impl<'a> CopyLoop<'a> {
         stop: Stop,
         outcome: &mut TaskOutcome,
     ) -> Result<(), TaskError> {
-        let spec = self.spec;
+        let spec = self.spec.clone();
         self.owned_until = hooks.owned_until();
         self.flush_records(hooks);
         let result = match stop {
@@ -951,7 +1137,7 @@ impl<'a> CopyLoop<'a> {
         let listed = if lagging.is_empty() || budget.is_zero() {
             Default::default()
         } else {
-            listed_offsets(self.consumer, &lagging, Offset::End, budget).unwrap_or_default()
+            listed_offsets(&self.consumer, &lagging, Offset::End, budget).unwrap_or_default()
         };
         for run in &mut self.runs {
             let next = committed_next(&self.committed, run);
@@ -1044,24 +1230,12 @@ fn fill_acked(report: &mut PartitionReport, acks: &PartitionAcks) {
     report.oldest_record_timestamp_ms = acks.oldest_timestamp;
 }
 
-/// Nothing queued: sleep until a partition queue signals data, or briefly (20 ms, never past
-/// `stop_at`), to re-check the deadline and drive callbacks.
-fn wait_for_data(wake: &Wake, stop_at: Instant) {
-    let (lock, cv) = &**wake;
-    let mut woken = lock.lock().expect("wake lock");
-    if !*woken {
-        let wait = Duration::from_millis(20).min(stop_at.saturating_duration_since(Instant::now()));
-        woken = cv.wait_timeout(woken, wait).expect("wake lock").0;
-    }
-    *woken = false;
-}
-
 /// Produce one consumed record to the same partition of the remote topic, byte for byte. A
 /// full producer queue is waited out until `limit` is reached (the flush deadline, or the
 /// lease's end) and no longer: then the record is never handed over, and stays uncommitted.
 #[allow(clippy::too_many_arguments)]
 fn forward(
-    slot: &TaskSlot<'_>,
+    slot: &TaskSlot,
     topic: &TopicHandle,
     run: &mut PartitionRun,
     idx: usize,
