@@ -17,9 +17,8 @@ use crate::connect::status_store::{StatusStore, StatusUpdate};
 use crate::connectors::source::connector::{
     run_source_connector_phase, ConnectorPhaseOutcome, SyncRun,
 };
-use crate::connectors::source::task::{
-    run_source_task_on, SliceClients, SourceTaskSpec, TaskOutcome,
-};
+use crate::connectors::source::copier::SliceCopier;
+use crate::connectors::source::task::{ActiveTask, SliceClients, SourceTaskSpec, TaskOutcome};
 use crate::lease::{
     connector_key, task_key, HeldLease, LeaseError, LeaseInfo, LeaseStore, LeaseTiming,
 };
@@ -399,11 +398,13 @@ impl SourceSlice<'_> {
             .count();
         let owner = format!("{}|{CONNECTOR}", self.flow());
         let opened = tokio::task::spawn_blocking(move || {
-            SliceClients::open(&owner, &consumer, &producer, queues)
+            let clients = SliceClients::open(&owner, &consumer, &producer, queues);
+            let clients = clients.map_err(|e| e.to_string())?;
+            SliceCopier::start("slice-copier", clients)
+                .map_err(|e| format!("starting the slice's copy thread: {e}"))
         });
         match opened.await {
-            Ok(Ok(clients)) => Ok(Arc::new(clients)),
-            Ok(Err(e)) => Err(e.to_string()),
+            Ok(opened) => opened.map(Arc::new),
             Err(e) => Err(format!("creating the replication clients panicked: {e}")),
         }
     }
@@ -468,8 +469,8 @@ struct TaskRun {
     shared: Shared,
 }
 
-/// The slice's shared clients, or why they could not be created.
-type Shared = Result<Arc<SliceClients>, String>;
+/// The slice's shared clients and copy thread, or why they could not be created.
+type Shared = Result<Arc<SliceCopier<StoreHooks>>, String>;
 
 /// A task that ran: its lease goes back once its status is written.
 struct FinishedTask {
@@ -535,7 +536,7 @@ impl TaskRun {
             task: id as i32,
             status: running,
         }]);
-        let mut hooks = StoreHooks::new(
+        let hooks = StoreHooks::new(
             spec.name.clone(),
             deadline,
             store,
@@ -543,17 +544,9 @@ impl TaskRun {
             source_alias,
             spec.topic_ids.clone(),
         );
-        let copied = tokio::task::spawn_blocking(move || {
-            let outcome = match &shared {
-                Ok(clients) => run_source_task_on(&spec, clients, &mut hooks),
-                Err(e) => TaskOutcome::empty(Some(e.clone())),
-            };
-            hooks.save_hint();
-            outcome
-        });
-        let outcome = match copied.await {
-            Ok(o) => o,
-            Err(e) => TaskOutcome::empty(Some(format!("task panicked: {e}"))),
+        let outcome = match shared {
+            Ok(copier) => copy(spec, copier, hooks).await,
+            Err(e) => TaskOutcome::empty(Some(e)),
         };
         tracing::debug!(
             task = id,
@@ -562,6 +555,45 @@ impl TaskRun {
         );
         (finished(lease), outcome)
     }
+}
+
+/// Starts the task (positions and assigns its partitions) on a blocking thread, copies on the
+/// slice's copy thread and finishes on a blocking thread again. The slice's clients are closed
+/// by their last holder, on one of those blocking threads.
+async fn copy(
+    spec: SourceTaskSpec,
+    copier: Arc<SliceCopier<StoreHooks>>,
+    hooks: StoreHooks,
+) -> TaskOutcome {
+    let stop_at = spec.stop_at;
+    let starting = copier.clone();
+    let started = tokio::task::spawn_blocking(move || {
+        let task = ActiveTask::start(Arc::new(spec), starting.clients(), starting.wake());
+        (task, hooks)
+    });
+    // `Ok`: a task that stopped copying; `Err`: one that ended as it started.
+    let (ended, mut hooks) = match started.await {
+        Ok((Ok(task), hooks)) => match copier.copy(task, hooks, stop_at).await {
+            Ok((task, hooks)) => (Ok(task), hooks),
+            Err(_) => return close_then(copier, "the slice's copy thread panicked".into()),
+        },
+        Ok((Err(outcome), hooks)) => (Err(outcome), hooks),
+        Err(e) => return close_then(copier, format!("task panicked: {e}")),
+    };
+    let finished = tokio::task::spawn_blocking(move || {
+        let outcome = ended.map_or_else(|outcome| outcome, |task| task.finish(&mut hooks));
+        hooks.save_hint();
+        drop(copier); // possibly the last holder: closing the clients blocks
+        outcome
+    });
+    (finished.await).unwrap_or_else(|e| TaskOutcome::empty(Some(format!("task panicked: {e}"))))
+}
+
+/// A task that ended with `error`: the copier (possibly the clients' last holder, whose
+/// closing blocks) is dropped on a blocking thread.
+fn close_then(copier: Arc<SliceCopier<StoreHooks>>, error: String) -> TaskOutcome {
+    drop(tokio::task::spawn_blocking(move || drop(copier)));
+    TaskOutcome::empty(Some(error))
 }
 
 /// What a waiting task waits for, for its report: the live tasks of the previous assignment.

@@ -3,6 +3,7 @@
 mod acks;
 mod clients;
 pub mod connector;
+pub mod copier;
 mod data_producer;
 pub mod offset_sync_sender;
 pub mod offset_sync_writer;
