@@ -544,7 +544,14 @@ async fn a_purge_of_the_shared_producer_is_never_committed_past() {
         s
     };
     let (lost, kept) = (task_spec(0, "0"), task_spec(1, "1"));
-    let clients = SliceClients::open("A->B|shared", &lost.consumer, &lost.producer, 2).unwrap();
+    let clients = SliceClients::open(
+        "A->B|shared",
+        &lost.consumer,
+        &lost.producer,
+        2,
+        lost.offset_syncs.as_ref(),
+    )
+    .unwrap();
     let clients = Arc::new(clients);
     let frozen = target.freeze();
     let run = |s: SourceTaskSpec, mut hooks: MemoryHooks| {

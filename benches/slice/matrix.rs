@@ -5,7 +5,8 @@
 //! medians, ratios against the pipe's median in the same case.
 //!
 //! Cases (`MIRRORSLICE_BENCH_RECORDS` 512 B records' worth of bytes each, 1M by default: equal
-//! bytes whatever the record size):
+//! bytes whatever the record size; `MIRRORSLICE_BENCH_CASES` picks some by label, separated by
+//! `;`):
 //! * 512 B over 8 partitions: `tasks.max` 1, 2 and 8;
 //! * 512 B over 64 partitions, 100 B and 10 KiB over 8, and 512 B in lz4- and in
 //!   zstd-compressed source batches: `tasks.max` 1 and 8.
@@ -110,7 +111,16 @@ pub(super) async fn matrix(s: &Settings) -> BenchResult<()> {
     };
     print_header(s);
     let mut verdicts = Vec::new();
-    for case in CASES {
+    // `MIRRORSLICE_BENCH_CASES`: only the cases with these labels, separated by `;` (labels
+    // hold commas), e.g. `512 B, 8 partitions;100 B, 8 partitions`.
+    let only: Option<Vec<String>> = std::env::var("MIRRORSLICE_BENCH_CASES")
+        .ok()
+        .map(|v| v.split(';').map(|c| c.trim().to_string()).collect());
+    let chosen = |case: &&Case| {
+        only.as_ref()
+            .is_none_or(|o| o.iter().any(|c| case.label == c.as_str()))
+    };
+    for case in CASES.iter().filter(chosen) {
         let records = (s.records * 512 / case.size as u64).max(case.partitions as u64);
         let per_partition = records.div_ceil(case.partitions as u64);
         let records = per_partition * case.partitions as u64;

@@ -392,13 +392,20 @@ impl SourceSlice<'_> {
             None,
         );
         let producer = task_producer_props(&clients.producer, &cfg.common.props);
+        let offset_syncs = (cfg.emit_offset_syncs_enabled).then(|| {
+            (
+                cfg.offset_syncs_producer_config(None),
+                cfg.offset_syncs_topic(),
+            )
+        });
         // Each task that copies reads its partitions through a queue of its own.
         let queues = (won.iter())
             .filter(|t| !outcome.task_partitions[t.id as usize].is_empty())
             .count();
         let owner = format!("{}|{CONNECTOR}", self.flow());
         let opened = tokio::task::spawn_blocking(move || {
-            let clients = SliceClients::open(&owner, &consumer, &producer, queues);
+            let syncs = offset_syncs.as_ref();
+            let clients = SliceClients::open(&owner, &consumer, &producer, queues, syncs);
             let clients = clients.map_err(|e| e.to_string())?;
             SliceCopier::start("slice-copier", clients)
                 .map_err(|e| format!("starting the slice's copy thread: {e}"))

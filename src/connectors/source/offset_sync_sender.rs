@@ -28,51 +28,67 @@ use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The task's offset-sync producer and the §7.5 bookkeeping that decides what it sends.
-pub struct OffsetSyncSender {
+/// The slice's offset-sync producer, shared by its tasks: one client, one connection and one
+/// report thread instead of one per task (eight idle producers cost a fifth of a copy's CPU).
+/// Each task keeps its own §7.5 bookkeeping and in-flight bound ([`OffsetSyncSender`]), as
+/// each of MM2's tasks does with a producer of its own.
+pub struct OffsetSyncProducer {
     /// Serves the producer's delivery reports, so the copy loop never polls it (a poll reads
     /// the clock twice: ~4 % of the copy thread's CPU when it polled per due sync).
     _reports: ReportThread,
     producer: SharedProducer<SyncContext>,
     topic: String,
-    writer: OffsetSyncWriter,
-    /// Deliveries reported by the producer and not yet credited to the writer's in-flight count.
-    completed: Arc<AtomicUsize>,
-    /// Offset after the last delivered sync (partition 0), -1 before any.
-    end: Arc<AtomicI64>,
-    sent: u64,
 }
 
-impl OffsetSyncSender {
+impl OffsetSyncProducer {
     /// A producer for `topic` with `props` (Java names; `acks=all` and `linger.ms=0` unless
     /// set: a sync is one small record that should leave at once).
-    pub fn new(
-        role: &str,
-        props: &Props,
-        topic: &str,
-        offset_lag_max: i64,
-    ) -> Result<Self, ClientError> {
+    pub fn open(role: &str, props: &Props, topic: &str) -> Result<Self, ClientError> {
         let mut props = props.clone();
         for (k, v) in [("acks", "all"), ("linger.ms", "0")] {
             props.entry(k.to_string()).or_insert_with(|| v.to_string());
         }
-        let completed = Arc::new(AtomicUsize::new(0));
-        let end = Arc::new(AtomicI64::new(-1));
-        let context = SyncContext {
-            completed: completed.clone(),
-            end: end.clone(),
-        };
         let config = client_config(role, &props)?;
-        let (reports, producer) = create_producer(role, &config, context)?;
-        Ok(OffsetSyncSender {
+        let (reports, producer) = create_producer(role, &config, SyncContext)?;
+        Ok(OffsetSyncProducer {
             _reports: reports,
             producer,
             topic: topic.to_string(),
-            writer: OffsetSyncWriter::new(offset_lag_max),
-            completed,
-            end,
-            sent: 0,
         })
+    }
+}
+
+/// A task's offset syncs: the §7.5 bookkeeping that decides what it sends, on the slice's
+/// [`OffsetSyncProducer`].
+pub struct OffsetSyncSender {
+    producer: Arc<OffsetSyncProducer>,
+    writer: OffsetSyncWriter,
+    /// This task's delivery reports, counted by the producer's report thread.
+    deliveries: Arc<Deliveries>,
+    sent: u64,
+}
+
+/// A task's delivery reports, shared with the report thread through each sync's opaque.
+#[derive(Default)]
+struct Deliveries {
+    /// Reported and not yet credited to the writer's in-flight count.
+    completed: AtomicUsize,
+    /// Offset after the last delivered sync (partition 0), -1 before any.
+    end: AtomicI64,
+}
+
+impl OffsetSyncSender {
+    /// A task's sender on the slice's `producer`.
+    pub fn new(producer: Arc<OffsetSyncProducer>, offset_lag_max: i64) -> Self {
+        OffsetSyncSender {
+            producer,
+            writer: OffsetSyncWriter::new(offset_lag_max),
+            deliveries: Arc::new(Deliveries {
+                completed: AtomicUsize::new(0),
+                end: AtomicI64::new(-1),
+            }),
+            sent: 0,
+        }
     }
 
     /// The target acknowledged `upstream` at `downstream` (MM2's `commitRecord`): apply the
@@ -125,24 +141,33 @@ impl OffsetSyncSender {
     }
 
     /// End of the slice: send every pending sync whatever the bound (the slice waits for all of
-    /// them anyway) and wait for their delivery until `deadline`.
+    /// them anyway) and wait for their delivery until `deadline`. The producer is shared, so
+    /// this waits for the task's own syncs instead of flushing it.
     pub fn finish(&mut self, deadline: Instant) {
         self.send_all_pending();
-        let budget = deadline.saturating_duration_since(Instant::now());
-        if let Err(e) = self.producer.flush(budget) {
-            // Not delivered in time: never delivered later (after the slice, or after the
-            // lease passed on). A missing sync only makes a checkpoint less precise.
-            tracing::warn!(error = %e, "offset syncs not all flushed; dropping the rest");
-            self.purge();
+        loop {
+            self.credit_completions();
+            if self.writer.in_flight() == 0 {
+                return;
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(REPORT_WAIT);
         }
-        self.credit_completions();
+        // Not delivered in time: never delivered later (after the slice, or after the lease
+        // passed on). A missing sync only makes a checkpoint less precise. The slice's other
+        // tasks are at the same deadline.
+        tracing::warn!("offset syncs not all flushed; dropping the rest");
+        self.purge();
     }
 
     /// Drop every sync not yet delivered: the lease was lost, or the slice is out of time.
+    /// The producer is the slice's: its other tasks lose their undelivered syncs too, which
+    /// only makes their checkpoints less precise.
     pub fn purge(&mut self) {
         self.writer.take_all_pending();
-        self.producer
-            .purge(PurgeConfig::default().queue().inflight());
+        (self.producer.producer).purge(PurgeConfig::default().queue().inflight());
     }
 
     /// Send every pending sync now, whatever the bound: before the final commit, so the syncs
@@ -160,20 +185,21 @@ impl OffsetSyncSender {
 
     /// Offset after the last delivered sync on partition 0: what a later read must reach.
     pub fn end_offset(&self) -> Option<i64> {
-        let end = self.end.load(Ordering::SeqCst);
+        let end = self.deliveries.end.load(Ordering::SeqCst);
         (end >= 0).then_some(end)
     }
 
     /// Credit the delivery reports served since to the in-flight bound.
     fn credit_completions(&mut self) {
-        for _ in 0..self.completed.swap(0, Ordering::SeqCst) {
+        for _ in 0..self.deliveries.completed.swap(0, Ordering::SeqCst) {
             self.writer.send_completed();
         }
     }
 
     fn send(&mut self, syncs: Vec<OffsetSync>) {
         for sync in syncs {
-            if send_one(&self.producer, &self.topic, &sync) {
+            let producer = &self.producer;
+            if send_one(&producer.producer, &producer.topic, &sync, &self.deliveries) {
                 self.sent += 1;
             } else {
                 // Never handed to the producer: no delivery report will free its place.
@@ -184,7 +210,12 @@ impl OffsetSyncSender {
 }
 
 /// Produce one sync to partition 0; false if it could not be handed to the producer.
-fn send_one(producer: &BaseProducer<SyncContext>, topic: &str, sync: &OffsetSync) -> bool {
+fn send_one(
+    producer: &BaseProducer<SyncContext>,
+    topic: &str,
+    sync: &OffsetSync,
+    deliveries: &Arc<Deliveries>,
+) -> bool {
     let key = match sync.encode_key() {
         Ok(k) => k,
         Err(e) => {
@@ -193,7 +224,7 @@ fn send_one(producer: &BaseProducer<SyncContext>, topic: &str, sync: &OffsetSync
         }
     };
     let value = sync.encode_value();
-    let mut record: BaseRecord<'_, [u8], [u8], ()> = BaseRecord::to(topic)
+    let mut record = BaseRecord::with_opaque_to(topic, deliveries.clone())
         .partition(0)
         .key(key.as_slice())
         .payload(value.as_slice());
@@ -215,10 +246,7 @@ fn send_one(producer: &BaseProducer<SyncContext>, topic: &str, sync: &OffsetSync
 /// How long to wait for delivery reports (served by the report thread) before looking again.
 const REPORT_WAIT: Duration = Duration::from_millis(1);
 
-struct SyncContext {
-    completed: Arc<AtomicUsize>,
-    end: Arc<AtomicI64>,
-}
+struct SyncContext;
 
 impl ClientContext for SyncContext {
     // MSK IAM: librdkafka's own token requests, answered when the client polls (every client
@@ -233,16 +261,17 @@ impl ClientContext for SyncContext {
 }
 
 impl ProducerContext for SyncContext {
-    type DeliveryOpaque = ();
+    /// Boxed per sync by rdkafka: a few per thousand records.
+    type DeliveryOpaque = Arc<Deliveries>;
 
-    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+    fn delivery(&self, result: &DeliveryResult<'_>, task: Arc<Deliveries>) {
         match result {
             Ok(m) => {
-                self.end.fetch_max(m.offset() + 1, Ordering::SeqCst);
+                task.end.fetch_max(m.offset() + 1, Ordering::SeqCst);
             }
             // MM2 only logs failed offset syncs (§7.5): translation then errs toward re-delivery.
             Err((e, _)) => tracing::warn!(error = %e, "offset sync not delivered"),
         }
-        self.completed.fetch_add(1, Ordering::SeqCst);
+        task.completed.fetch_add(1, Ordering::SeqCst);
     }
 }

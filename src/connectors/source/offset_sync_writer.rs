@@ -220,6 +220,11 @@ impl OffsetSyncWriter {
         self.in_flight = self.in_flight.saturating_sub(1);
     }
 
+    /// Syncs sent and not yet reported delivered (or failed).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
     pub fn pending(&self) -> &[OffsetSync] {
         &self.pending
     }

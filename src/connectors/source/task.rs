@@ -7,20 +7,23 @@
 //!    offset is the last replicated record), or, with no stored offset, where MM2's
 //!    `auto.offset.reset` says. Before any record is copied the partition's log start is
 //!    checked: if the next offset we need was deleted by retention, that is a **gap** (below).
-//! 2. **Copy.** Records are read from one queue per partition (so end-of-partition and error
-//!    events name their topic), a burst at a time, and produced byte for byte to the remote
+//! 2. **Copy.** Records are read from the task's queue, into which its partitions' queues are
+//!    forwarded, up to 512 at a time, and produced byte for byte to the remote
 //!    topic's *same* partition: key, value (null kept), headers in order with duplicates,
 //!    timestamp. librdkafka copies the bytes into its own batch, so nothing is buffered beyond
 //!    what the producer needs. The consumer and the producer are the slice's
 //!    ([`SliceClients`]), shared by its tasks; each task reads and writes only its own
-//!    partitions.
+//!    partitions. A slice's tasks copy on one thread, a step each in turn
+//!    ([`super::copier`]); a task that runs alone drives its steps itself
+//!    ([`run_source_task_on`]).
 //! 3. **Acknowledge.** Every delivery report is matched to its source record. A partition's
 //!    *committable* offset only advances over a contiguous run of acknowledged records, so a
 //!    failed or outstanding record is never committed past (§7.6). Acknowledged records feed
 //!    the offset-sync rules (§7.5).
 //! 4. **Commit.** Every `offset.flush.interval.ms`, after every 1 MiB acknowledged, and at the
 //!    end, committable offsets go to the caller's [`TaskHooks::start_commit`] (the Connect
-//!    offsets topic), and the task waits for [`TaskHooks::commit_outcome`] to confirm it:
+//!    offsets topic), and the task copies nothing more until [`TaskHooks::commit_outcome`]
+//!    confirms it:
 //!    then its offsets count as committed and delayed offset syncs are promoted and sent
 //!    (KAFKA-15906). Records, syncs and commits are handed over only within
 //!    [`TaskHooks::owned_until`]: a task whose lease lapsed or was taken drops what is queued,
@@ -39,7 +42,7 @@ use super::acks::{AckTracker, PartitionAcks};
 pub use super::clients::producer_props;
 pub use super::data_producer::DataProducer;
 use super::data_producer::{RecordHeaders, TaskSlot, TopicHandle};
-use super::offset_sync_sender::OffsetSyncSender;
+use super::offset_sync_sender::{OffsetSyncProducer, OffsetSyncSender};
 use super::position::{
     apply_gap, confirm_at_end, out_of_range_gap, position_of, position_partitions, silent_gap,
     PartitionRun,
@@ -231,33 +234,45 @@ impl TaskOutcome {
 /// Run one task for one slice, alone: with a replication consumer and a data producer of its
 /// own. Blocking: call it from a blocking thread.
 pub fn run_source_task(spec: &SourceTaskSpec, hooks: &mut dyn TaskHooks) -> TaskOutcome {
-    match SliceClients::open(&spec.name, &spec.consumer, &spec.producer, 1) {
+    let syncs = spec.offset_syncs.as_ref();
+    match SliceClients::open(&spec.name, &spec.consumer, &spec.producer, 1, syncs) {
         Ok(clients) => run_source_task_on(spec, &Arc::new(clients), hooks),
         Err(e) => TaskOutcome::empty(Some(TaskError::Client(Box::new(e)).to_string())),
     }
 }
 
 /// The clients a slice's source tasks share: one replication consumer of the source, one data
-/// producer to the target.
+/// producer to the target, and the offset-sync producer when syncs are emitted.
 pub struct SliceClients {
     pub consumer: ReplicationConsumer,
     pub producer: Arc<DataProducer>,
+    pub offset_syncs: Option<Arc<OffsetSyncProducer>>,
 }
 
 impl SliceClients {
-    /// Opens both, named after `owner` (e.g. the flow and connector); `consumer` and
-    /// `producer` are the Java-named settings, `tasks` how many tasks share them.
+    /// Opens them, named after `owner` (e.g. the flow and connector); `consumer` and
+    /// `producer` are the Java-named settings, `tasks` how many tasks share them, and
+    /// `offset_syncs` the offset-sync producer's settings and topic.
     pub fn open(
         owner: &str,
         consumer: &Props,
         producer: &Props,
         tasks: usize,
+        offset_syncs: Option<&(Props, String)>,
     ) -> Result<Self, ClientError> {
         let role = format!("{owner}|replication-consumer");
         let consumer = ReplicationConsumer::open(&role, consumer, tasks)?;
         let role = format!("{owner}|replication-producer");
         let producer = Arc::new(DataProducer::open(&role, &producer_props(producer))?);
-        Ok(SliceClients { consumer, producer })
+        let role = format!("{owner}|offset-syncs-producer");
+        let offset_syncs = offset_syncs
+            .map(|(props, topic)| OffsetSyncProducer::open(&role, props, topic).map(Arc::new))
+            .transpose()?;
+        Ok(SliceClients {
+            consumer,
+            producer,
+            offset_syncs,
+        })
     }
 }
 
@@ -573,10 +588,12 @@ impl CopyLoop {
             .map(|run| producer.topic(&run.remote))
             .collect::<Result<Vec<_>, _>>()
             .map_err(kafka_err(task, "open the remote topics"))?;
-        if let Some((props, topic)) = &spec.offset_syncs {
-            let role = format!("{task}|offset-syncs-producer");
-            let sender = OffsetSyncSender::new(&role, props, topic, spec.offset_lag_max);
-            *syncs = Some(sender.map_err(Box::new)?);
+        if spec.offset_syncs.is_some() {
+            let Some(producer) = &clients.offset_syncs else {
+                let message = "offset syncs are emitted, but the slice has no offset-sync producer";
+                return Err(TaskError::Config(format!("{task}: {message}")));
+            };
+            *syncs = Some(OffsetSyncSender::new(producer.clone(), spec.offset_lag_max));
         }
         Ok(CopyLoop {
             spec,
