@@ -100,9 +100,13 @@ fn copy_tasks<H: TaskHooks>(jobs: Receiver<Job<H>>, wake: Wake) {
         // Tasks that arrived meanwhile; a disconnect is seen once the running ones stopped.
         running.extend(jobs.try_iter());
         let (mut progressed, mut committing) = (false, false);
-        let mut i = 0;
+        let (mut i, now) = (0, Instant::now());
         while i < running.len() {
             let job = &mut running[i];
+            if !job.task.wants_step(now) {
+                i += 1;
+                continue;
+            }
             match job.task.step(&mut job.hooks) {
                 Turn::Progressed => progressed = true,
                 Turn::Idle => {}

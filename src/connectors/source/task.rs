@@ -59,6 +59,7 @@ use rdkafka::{Message, Offset, TopicPartitionList};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -351,10 +352,17 @@ struct CopyLoop {
     run_index: HashMap<(usize, i32), usize>,
     /// Turns taken so far (the consumer's main queue is polled every [`MAIN_QUEUE_EVERY`]).
     turns: u32,
+    /// Set when records or events arrive in the task's queue, cleared when a turn empties it.
+    ready: Arc<AtomicBool>,
+    /// When the task last took a step.
+    last_step: Instant,
     /// Last offset committed (and confirmed) per partition in this slice.
     committed: BTreeMap<TopicPartition, i64>,
     /// The commit handed to the hooks and not yet confirmed.
     in_flight: Option<CommitInFlight>,
+    /// When the end-of-partition of every partition may be confirmed again, after a
+    /// confirmation found a partition short of its listed end ([`CopyLoop::confirm_due`]).
+    next_confirm: Option<Instant>,
     /// When the last commit was started, and the bytes acknowledged by then.
     last_commit: Instant,
     acked_at_commit: u64,
@@ -420,6 +428,10 @@ const COMMIT_AFTER_BYTES: u64 = 1024 * 1024;
 /// is longer), and at the slice's last commit: the cadence of syncs before commits became
 /// frequent (see `docs/offset-syncs.md`).
 const SYNC_PROMOTION_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How long a task whose partitions are all at their end, but not all confirmed there, reads on
+/// before it confirms again ([`confirm_at_end`]).
+const CONFIRM_RETRY: Duration = Duration::from_millis(50);
 
 /// How long an idle copy loop sleeps at most before it looks at its deadline and callbacks.
 pub(crate) const IDLE_WAIT: Duration = Duration::from_millis(20);
@@ -511,6 +523,11 @@ impl ActiveTask {
         }
     }
 
+    /// Whether stepping it at `now` has anything to do ([`CopyLoop::wants_step`]).
+    pub(crate) fn wants_step(&self, now: Instant) -> bool {
+        self.stop.is_some() || self.task.wants_step(now)
+    }
+
     /// Waits for the task's unconfirmed commit (when it runs alone: nothing else to do).
     pub(crate) fn await_commit(&mut self, hooks: &mut dyn TaskHooks) {
         let settled =
@@ -533,7 +550,7 @@ impl ActiveTask {
     /// Ends the task: settles its last commit, stops fetching, flushes, commits what was
     /// acknowledged and reports. Blocking (it waits for deliveries and the commit).
     pub(crate) fn finish(mut self, hooks: &mut dyn TaskHooks) -> TaskOutcome {
-        if let Some(Ok(_)) = &self.stop {
+        if !matches!(self.stop, Some(Err(_))) {
             self.await_commit(hooks);
         }
         let ActiveTask {
@@ -608,8 +625,11 @@ impl CopyLoop {
             burst: Vec::with_capacity(BURST),
             run_index: HashMap::new(),
             turns: 0,
+            ready: Arc::new(AtomicBool::new(true)),
+            last_step: Instant::now(),
             committed: BTreeMap::new(),
             in_flight: None,
+            next_confirm: None,
             last_commit: Instant::now(),
             acked_at_commit: 0,
             last_promotion: Instant::now(),
@@ -624,8 +644,11 @@ impl CopyLoop {
         let tps: Vec<TopicPartition> = self.runs.iter().map(|r| r.tp.clone()).collect();
         let mut queue = TaskQueue::forwarding(&self.consumer, &tps)
             .map_err(|e| TaskError::Config(format!("{}: {e}", self.spec.name)))?;
-        let wake = wake.clone();
-        queue.set_nonempty_callback(move || wake.notify());
+        let (wake, ready) = (wake.clone(), self.ready.clone());
+        queue.set_nonempty_callback(move || {
+            ready.store(true, Ordering::Release);
+            wake.notify();
+        });
         Ok(queue)
     }
 
@@ -659,16 +682,18 @@ impl CopyLoop {
         outcome: &mut TaskOutcome,
     ) -> Result<ControlFlow<Stop, Turn>, TaskError> {
         let spec = self.spec.clone();
-        if Instant::now() >= spec.stop_at {
+        self.last_step = Instant::now();
+        if self.last_step >= spec.stop_at {
             return Ok(ControlFlow::Break(Stop::Done));
         }
         if !self.settle_commit(hooks, false, syncs.as_deref_mut(), outcome)? {
             return Ok(ControlFlow::Continue(Turn::CommitPending));
         }
-        if self.runs.iter().all(|r| r.done || r.at_end)
-            && confirm_at_end(&self.consumer, &mut self.runs)
-        {
-            return Ok(ControlFlow::Break(Stop::Done));
+        if self.runs.iter().all(|r| r.done || r.at_end) && self.confirm_due() {
+            if confirm_at_end(&self.consumer, &mut self.runs) {
+                return Ok(ControlFlow::Break(Stop::Done));
+            }
+            self.next_confirm = Some(Instant::now() + CONFIRM_RETRY);
         }
         self.owned_until = hooks.owned_until();
         let progressed = match self.turn(hooks, queue, &mut outcome.gaps) {
@@ -765,7 +790,12 @@ impl CopyLoop {
             return Err(self.lease_lost());
         }
         let mut batch = std::mem::take(&mut self.batch);
+        // Cleared before the take: what arrives after it sets the flag again.
+        self.ready.store(false, Ordering::Release);
         queue.take(&mut batch, BURST);
+        if batch.len() == BURST {
+            self.ready.store(true, Ordering::Release); // more may be waiting
+        }
         let progressed = !batch.is_empty();
         let drained = self.forward_batch(hooks, &mut batch, gaps);
         batch.clear(); // destroys what was not forwarded
@@ -1015,6 +1045,24 @@ impl CopyLoop {
             s.committed(commit.promote);
         }
         Ok(true)
+    }
+
+    /// Whether a step at `now` has anything to do: records or events arrived, a commit or a
+    /// re-assigned partition waits, or [`IDLE_WAIT`] passed since the last step (deadline,
+    /// acknowledgements, silent partitions, commits by time). A slice's copy thread skips the
+    /// other tasks: eight tasks, one of them with records, cost seven empty steps per batch.
+    fn wants_step(&self, now: Instant) -> bool {
+        self.ready.load(Ordering::Acquire)
+            || self.in_flight.is_some()
+            || now >= self.last_step + IDLE_WAIT
+            || self.runs.iter().any(|r| r.reassigned)
+    }
+
+    /// Whether an end-of-partition may be confirmed now: the first time at once, again only
+    /// after [`CONFIRM_RETRY`]. Each confirmation is a request that waits behind the
+    /// consumer's held fetch, on the thread every task of the slice copies on.
+    fn confirm_due(&self) -> bool {
+        self.next_confirm.is_none_or(|t| Instant::now() >= t)
     }
 
     /// A commit is due every flush interval, and as soon as [`COMMIT_AFTER_BYTES`] were
