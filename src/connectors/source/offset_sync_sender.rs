@@ -41,11 +41,14 @@ pub struct OffsetSyncProducer {
 }
 
 impl OffsetSyncProducer {
-    /// A producer for `topic` with `props` (Java names; `acks=all` and `linger.ms=0` unless
-    /// set: a sync is one small record that should leave at once).
+    /// A producer for `topic` with `props` (Java names; `acks=all` and `linger.ms=5` unless
+    /// set). Not `linger.ms=0`: each sync would wake the producer's broker thread on its own
+    /// (a sync per 100 records per partition: thousands of wakeups and context switches a
+    /// second at full speed, ~40 % of a copy's switches with eight tasks). 5 ms is the Java
+    /// producer's default since Kafka 4.0 (KIP-1030) and delays nothing a checkpoint needs.
     pub fn open(role: &str, props: &Props, topic: &str) -> Result<Self, ClientError> {
         let mut props = props.clone();
-        for (k, v) in [("acks", "all"), ("linger.ms", "0")] {
+        for (k, v) in [("acks", "all"), ("linger.ms", "5")] {
             props.entry(k.to_string()).or_insert_with(|| v.to_string());
         }
         let config = client_config(role, &props)?;
