@@ -99,7 +99,7 @@ fn init_logging() {
         .try_init();
 }
 
-fn main() -> ExitCode {
+fn main() {
     mirrorslice::memory::limit_malloc_arenas();
     let cli = Cli::parse();
     init_logging();
@@ -120,7 +120,22 @@ fn main() -> ExitCode {
     // Java-worker check or a probe, still waiting on a cluster that refused us) must not hold
     // the exit for their own timeouts, as dropping the runtime would.
     runtime.shutdown_background();
-    code
+    exit_now(code)
+}
+
+/// Ends the process without libc's `exit` handlers. Threads may still hold librdkafka clients
+/// (the calls abandoned above; report threads destroying their producers, see
+/// `kafka/report_thread.rs`), and OpenSSL's cleanup among those handlers raced their teardown
+/// of TLS clients: a `double free` after a slice's complete report, turning its exit status
+/// into a signal. Everything the command owed is written and flushed by now.
+fn exit_now(code: ExitCode) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // The commands end with 0, 1 or 2; `ExitCode` does not say which but compares.
+    let status = (0..=2u8).find(|c| ExitCode::from(*c) == code).unwrap_or(1);
+    // SAFETY: `_exit` only ends the process; nothing runs after it.
+    unsafe { libc::_exit(i32::from(status)) }
 }
 
 async fn plan(args: PlanArgs) -> ExitCode {

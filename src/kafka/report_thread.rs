@@ -68,7 +68,7 @@ impl ReportThread {
 impl Drop for ReportThread {
     /// Not joined: the thread ends within [`REPORT_POLL`] and destroys the producer then (its
     /// owner has waited for every delivery it needed). A process that exits first does not
-    /// need the producer destroyed.
+    /// need the producer destroyed (`main` ends with `_exit`, which does not race it).
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
     }
