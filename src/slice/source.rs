@@ -572,7 +572,6 @@ async fn copy(
     copier: Arc<SliceCopier<StoreHooks>>,
     hooks: StoreHooks,
 ) -> TaskOutcome {
-    let stop_at = spec.stop_at;
     let starting = copier.clone();
     let started = tokio::task::spawn_blocking(move || {
         let task = ActiveTask::start(Arc::new(spec), starting.clients(), starting.wake());
@@ -580,7 +579,7 @@ async fn copy(
     });
     // `Ok`: a task that stopped copying; `Err`: one that ended as it started.
     let (ended, mut hooks) = match started.await {
-        Ok((Ok(task), hooks)) => match copier.copy(task, hooks, stop_at).await {
+        Ok((Ok(task), hooks)) => match copier.copy(task, hooks).await {
             Ok((task, hooks)) => (Ok(task), hooks),
             Err(_) => return close_then(copier, "the slice's copy thread panicked".into()),
         },

@@ -33,7 +33,6 @@ pub struct SliceCopier<H: TaskHooks + 'static> {
 struct Job<H> {
     task: ActiveTask,
     hooks: H,
-    stop_at: Instant,
     stopped: oneshot::Sender<(ActiveTask, H)>,
 }
 
@@ -64,17 +63,11 @@ impl<H: TaskHooks + 'static> SliceCopier<H> {
 
     /// Hands a started task to the copy thread; the answer comes back when it stopped, to be
     /// finished ([`ActiveTask::finish`]). Dropped without an answer if the thread panicked.
-    pub(crate) fn copy(
-        &self,
-        task: ActiveTask,
-        hooks: H,
-        stop_at: Instant,
-    ) -> oneshot::Receiver<(ActiveTask, H)> {
+    pub(crate) fn copy(&self, task: ActiveTask, hooks: H) -> oneshot::Receiver<(ActiveTask, H)> {
         let (stopped, answer) = oneshot::channel();
         let job = Job {
             task,
             hooks,
-            stop_at,
             stopped,
         };
         // The thread only ends once every sender is gone: this one is still here.
@@ -121,7 +114,7 @@ fn copy_tasks<H: TaskHooks>(jobs: Receiver<Job<H>>, wake: Wake) {
             i += 1;
         }
         if !progressed {
-            if let Some(first_stop) = running.iter().map(|j| j.stop_at).min() {
+            if let Some(first_stop) = running.iter().map(|j| j.task.stop_at()).min() {
                 let wait = if committing { COMMIT_POLL } else { IDLE_WAIT };
                 wake.wait(wait, first_stop);
             }

@@ -72,7 +72,6 @@ pub struct OffsetSyncSender {
 }
 
 /// A task's delivery reports, shared with the report thread through each sync's opaque.
-#[derive(Default)]
 struct Deliveries {
     /// Reported and not yet credited to the writer's in-flight count.
     completed: AtomicUsize,

@@ -523,6 +523,11 @@ impl ActiveTask {
         }
     }
 
+    /// When the task stops copying (its slice's deadline).
+    pub(crate) fn stop_at(&self) -> Instant {
+        self.task.spec.stop_at
+    }
+
     /// Whether stepping it at `now` has anything to do ([`CopyLoop::wants_step`]).
     pub(crate) fn wants_step(&self, now: Instant) -> bool {
         self.stop.is_some() || self.task.wants_step(now)
