@@ -190,6 +190,9 @@ async fn a_slice_frozen_past_its_lease_stops_writing_when_it_thaws() {
     let (partitions, total) = (2, 200_000usize);
     common::create_topic(&stack.a, &topic, partitions, &[]).await;
     common::produce(&stack.a, &topic, &common::keyed_records(partitions, total)).await;
+    // Small produce requests (one in flight), as in the tasks.max-change test: the first slice
+    // must still be far from done when it freezes (once it had copied 108,724 by then).
+    flow.append(&format!("{}.producer.batch.size = 4096\n", flow.target));
 
     // 1. The first slice copies until a few thousand records are on the target; then it freezes.
     let state1 = tempfile::tempdir().unwrap();
