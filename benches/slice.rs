@@ -698,6 +698,9 @@ impl ThroughputRow {
     fn rps(&self, d: Duration) -> f64 {
         self.records as f64 / d.as_secs_f64()
     }
+    fn cpu_s_per_gb(&self) -> Option<f64> {
+        Some(self.cpu?.as_secs_f64() / (self.bytes as f64 / 1e9))
+    }
 }
 
 /// One set of client settings the throughput runs are repeated with.
@@ -896,12 +899,13 @@ async fn run_plan(
             ));
         }
         eprintln!(
-            "  {} records, {:.1} MB in {:.2?} (wall {:.2?}), peak RSS {:?} KiB",
+            "  {} records, {:.1} MB in {:.2?} (wall {:.2?}), peak RSS {:?} KiB, CPU {:.2?}",
             row.records,
             row.bytes as f64 / 1e6,
             row.own,
             row.wall,
-            row.rss_kib
+            row.rss_kib,
+            row.cpu.unwrap_or_default()
         );
         delete_topics(&s.b, &[copy_topic]).await;
         rows.push((runner, row));

@@ -12,7 +12,8 @@
 //!   zstd-compressed source batches: `tasks.max` 1 and 8.
 //!
 //! Reported per run kind: MB/s and records/s (the tool's own timer), the ratio to the pipe,
-//! the highest peak RSS, CPU seconds per GB copied; and a verdict against #14's goals for
+//! the highest peak RSS, CPU seconds per GB copied, its ratio to the pipe's (the median of
+//! each run's ratio to the pipe run of its repetition, and their range); and a verdict against #14's goals for
 //! 512 B (≥ 1.0× the pipe, RSS ≤ 48 MiB with one task and ≤ 64 MiB with eight, CPU per GB at
 //! most the pipe's).
 
@@ -86,10 +87,7 @@ struct Figures {
 
 fn figures(runs: &[&ThroughputRow], pipe_mbps: f64) -> Figures {
     let mbps = median(&runs.iter().map(|r| r.mbps(r.own)).collect::<Vec<_>>());
-    let cpu: Vec<f64> = runs
-        .iter()
-        .filter_map(|r| Some(r.cpu?.as_secs_f64() / (r.bytes as f64 / 1e9)))
-        .collect();
+    let cpu: Vec<f64> = runs.iter().filter_map(|r| r.cpu_s_per_gb()).collect();
     Figures {
         mbps,
         rps: median(&runs.iter().map(|r| r.rps(r.own)).collect::<Vec<_>>()),
@@ -168,11 +166,12 @@ pub(super) async fn matrix(s: &Settings) -> BenchResult<()> {
         let pipe_runs = kind(Runner::Pipe);
         let pipe_mbps = median(&pipe_runs.iter().map(|r| r.mbps(r.own)).collect::<Vec<_>>());
         let pipe = figures(&pipe_runs, pipe_mbps);
-        print_line(case, "pipe", &pipe, None);
+        print_line(case, "pipe", &pipe, &[]);
         for &tasks in case.tasks {
             let f = figures(&kind(Runner::Mirrorslice { tasks }), pipe_mbps);
-            let cpu_ratio = f.cpu_s_per_gb.zip(pipe.cpu_s_per_gb).map(|(c, p)| c / p);
-            print_line(case, &format!("tasks.max={tasks}"), &f, cpu_ratio);
+            let ratios = paired_cpu_ratios(&rows, tasks);
+            let cpu_ratio = (!ratios.is_empty()).then(|| median(&ratios));
+            print_line(case, &format!("tasks.max={tasks}"), &f, &ratios);
             if case.size == 512 && case.partitions == 8 && case.compression == "none" {
                 verdicts.extend(verdict_line(tasks, &f, cpu_ratio));
             }
@@ -186,6 +185,24 @@ pub(super) async fn matrix(s: &Settings) -> BenchResult<()> {
     Ok(())
 }
 
+/// Each run's CPU per GB over the pipe's in the same repetition (the plan runs the pipe first
+/// in each). Pairing cancels the drift between repetitions, which on a 2-core box shared with
+/// the brokers moves the pipe's own CPU per GB by up to half from one run to the next.
+fn paired_cpu_ratios(rows: &[(Runner, ThroughputRow)], tasks: u32) -> Vec<f64> {
+    let mut pipe = None;
+    let mut ratios = Vec::new();
+    for (runner, row) in rows {
+        match runner {
+            Runner::Pipe => pipe = row.cpu_s_per_gb(),
+            Runner::Mirrorslice { tasks: t } if *t == tasks => {
+                ratios.extend(row.cpu_s_per_gb().zip(pipe).map(|(c, p)| c / p));
+            }
+            _ => {}
+        }
+    }
+    ratios
+}
+
 fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or("?".to_string(), |v| format!("{v:.digits$}"))
 }
@@ -197,14 +214,21 @@ fn print_header(s: &Settings) {
         s.tp_reps
     );
     println!(
-        "{:<34} {:<12} {:>7} {:>10} {:>6} {:>9} {:>9} {:>6}",
-        "case", "run", "MB/s", "records/s", "×pipe", "peak MiB", "CPU s/GB", "×pipe"
+        "{:<34} {:<12} {:>7} {:>10} {:>6} {:>9} {:>9} {:>6} {:>11}",
+        "case", "run", "MB/s", "records/s", "×pipe", "peak MiB", "CPU s/GB", "×pipe", "(range)"
     );
 }
 
-fn print_line(case: &Case, run: &str, f: &Figures, cpu_ratio: Option<f64>) {
+/// `cpu_ratios`: the run's paired CPU ratios (none for the pipe); their median and range.
+fn print_line(case: &Case, run: &str, f: &Figures, cpu_ratios: &[f64]) {
+    let (lo, hi) = cpu_ratios
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &r| {
+            (lo.min(r), hi.max(r))
+        });
+    let range = (!cpu_ratios.is_empty()).then(|| format!("{lo:.2}–{hi:.2}"));
     println!(
-        "{:<34} {:<12} {:>7.1} {:>10.0} {:>6.2} {:>9} {:>9} {:>6}",
+        "{:<34} {:<12} {:>7.1} {:>10.0} {:>6.2} {:>9} {:>9} {:>6} {:>11}",
         case.label,
         run,
         f.mbps,
@@ -212,7 +236,8 @@ fn print_line(case: &Case, run: &str, f: &Figures, cpu_ratio: Option<f64>) {
         f.ratio,
         opt(f.peak_rss_mib, 1),
         opt(f.cpu_s_per_gb, 2),
-        opt(cpu_ratio, 2)
+        opt((!cpu_ratios.is_empty()).then(|| median(cpu_ratios)), 2),
+        range.unwrap_or_default()
     );
 }
 
