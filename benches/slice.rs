@@ -16,6 +16,12 @@
 //! a missed target is printed as `MISS`, not an error. It is not part of `cargo test`.
 //! The machine's load average is printed with each table: other work on a 2-core box moves
 //! wall-clock figures a lot, so the throughput table also gives each process's CPU time.
+//! CPU figures settle when the measured processes do not share cores with the brokers: pin the
+//! running brokers to one core and the bench (and so every process it measures) to the other —
+//! `taskset -a -p -c 0 <pid>` for each broker (the PIDs are in `infra/local/.run/*.pid`), then
+//! `taskset -c 1 cargo bench --bench slice` (build first: cargo itself then runs on one core).
+//! Pinned, the client is CPU-bound, so its throughput ratio measures CPU efficiency too; the
+//! header's CPU count says which way a table was measured.
 //! Housekeeping for the in-memory brokers (a 1M-record copy holds ~0.6 GB in tansu):
 //! `target/release/deps/slice-<hash> __topics 127.0.0.1:29092 benchpipe-` lists topics by prefix,
 //! `... __delete 127.0.0.1:29092 TOPIC...` deletes them.
@@ -120,15 +126,23 @@ const PIPE_CONSUMER: &[(&str, &str)] = &[
     ("auto.offset.reset", "error"),
     ("fetch.wait.max.ms", "10"),
     ("fetch.queue.backoff.ms", "10"),
+    ("isolation.level", "read_uncommitted"),
+    // Checking each fetched batch's CRC is a per-byte cost (a tenth of the CPU at 10 KiB
+    // records); the task checks them, as Java's consumer does.
+    ("check.crcs", "true"),
 ];
 const PIPE_PREFETCH_BUDGET_KB: usize = 2 * 1024;
 const PIPE_PREFETCH_MIN_KB: usize = 64;
+/// The prefetch budget in records (`queued.min.messages`), split alike.
+const PIPE_PREFETCH_RECORDS: usize = 4096;
+const PIPE_PREFETCH_MIN_RECORDS: usize = 512;
 const PIPE_PRODUCER: &[(&str, &str)] = &[
     ("acks", "all"),
     ("enable.idempotence", "false"),
     ("max.in.flight.requests.per.connection", "1"),
     ("linger.ms", "5"),
     ("queue.buffering.max.kbytes", "4096"),
+    ("queue.buffering.max.messages", "16384"),
     ("compression.type", "none"),
 ];
 
@@ -1138,6 +1152,12 @@ fn pipe_main(args: &[String]) -> BenchResult<()> {
         PIPE_PREFETCH_BUDGET_KB
     };
     cc.set("queued.max.messages.kbytes", prefetch_kb.to_string());
+    let prefetch_records = if split {
+        (PIPE_PREFETCH_RECORDS / partitions.max(1) as usize).max(PIPE_PREFETCH_MIN_RECORDS)
+    } else {
+        PIPE_PREFETCH_RECORDS
+    };
+    cc.set("queued.min.messages", prefetch_records.to_string());
     for (k, v) in pairs("MIRRORSLICE_BENCH_CONSUMER", "") {
         cc.set(k, v);
     }
