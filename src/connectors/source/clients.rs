@@ -60,6 +60,14 @@ const CONSUMER_PREFETCH_MIN_KB: usize = 256;
 /// records of 512 B and more are bounded by bytes as before.
 const SLICE_PREFETCH_RECORDS: usize = 4096;
 const CONSUMER_PREFETCH_MIN_RECORDS: usize = 512;
+/// The most one partition's fetch asks for (Java's `max.partition.fetch.bytes`): its default,
+/// 1 MiB, or a queue's prefetch budget when that is smaller (eight tasks: 256 KiB). Fetch sizes
+/// count compressed bytes, and librdkafka decompresses a fetched batch whole, keeping it until
+/// its last record is copied: with a queue per task refilled partition by partition, 1 MiB
+/// fetches of 2:1 zstd batches held 170–220 MiB with eight tasks against ~85 MiB with one;
+/// 256 KiB brought eight tasks to 82 MiB at the same throughput (docs/throughput.md). Kafka
+/// returns a batch larger than this whole (KIP-74), so it never stalls a partition.
+const PARTITION_FETCH_MAX_BYTES: usize = 1024 * 1024;
 /// Records waiting for delivery (librdkafka's copies) in the slice's data producer, which all
 /// its tasks share. 4 MiB keeps the broker busy at loopback speed; 2 MiB measured 10 % slower,
 /// 8 MiB only used 10 MiB more memory.
@@ -100,6 +108,28 @@ pub fn producer_props(producer: &Props) -> Props {
     props
 }
 
+/// `max.partition.fetch.bytes` unless the user set it (by its Java or a librdkafka name): the
+/// smaller of [`PARTITION_FETCH_MAX_BYTES`] and a queue's budget — the user's
+/// `queued.max.messages.kbytes` if set (raising it for a high-latency link raises this too),
+/// else `default_queue_kb`.
+fn default_partition_fetch(props: &mut Props, default_queue_kb: usize) {
+    let names = ["max.partition.fetch.bytes", "fetch.message.max.bytes"];
+    let set =
+        |name: &str| props.contains_key(name) || props.contains_key(&format!("rdkafka.{name}"));
+    if names.iter().any(|n| set(n)) {
+        return;
+    }
+    let queue_kb = [
+        "queued.max.messages.kbytes",
+        "rdkafka.queued.max.messages.kbytes",
+    ]
+    .iter()
+    .find_map(|k| props.get(*k)?.trim().parse::<usize>().ok())
+    .unwrap_or(default_queue_kb);
+    let bytes = PARTITION_FETCH_MAX_BYTES.min(queue_kb.saturating_mul(1024));
+    props.insert("max.partition.fetch.bytes".into(), bytes.to_string());
+}
+
 /// Sets librdkafka's `key` (as `rdkafka.<key>`) unless the user set it, by either name.
 fn librdkafka_default(props: &mut Props, key: &str, value: usize) {
     if !props.contains_key(key) {
@@ -119,6 +149,7 @@ pub(super) fn consumer_props(consumer: &Props, queues: usize) -> Props {
     librdkafka_default(&mut props, "queued.max.messages.kbytes", per_queue_kb);
     let per_queue_records = (SLICE_PREFETCH_RECORDS / queues).max(CONSUMER_PREFETCH_MIN_RECORDS);
     librdkafka_default(&mut props, "queued.min.messages", per_queue_records);
+    default_partition_fetch(&mut props, per_queue_kb);
     for (k, v) in CONSUMER_FORCED {
         props.insert((*k).to_string(), (*v).to_string());
     }
@@ -163,6 +194,41 @@ mod tests {
         let sized = consumer_props(&user, 1);
         assert_eq!(sized["rdkafka.queued.min.messages"], "100000");
         assert!(!sized.contains_key("rdkafka.queued.max.messages.kbytes"));
+    }
+
+    #[test]
+    fn a_partition_fetch_is_at_most_a_queues_budget_unless_the_user_sized_it() {
+        let fetch = |user: &[(&str, &str)], tasks| {
+            let props: Props = user
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            consumer_props(&props, tasks)
+                .get("max.partition.fetch.bytes")
+                .cloned()
+        };
+        assert_eq!(fetch(&[], 1).as_deref(), Some("1048576"));
+        assert_eq!(fetch(&[], 8).as_deref(), Some("262144"));
+        // A larger queue (a high-latency link) raises it, up to Java's default.
+        let big_queue = [("rdkafka.queued.max.messages.kbytes", "512")];
+        assert_eq!(fetch(&big_queue, 8).as_deref(), Some("524288"));
+        assert_eq!(
+            fetch(&[("queued.max.messages.kbytes", "65536")], 8).as_deref(),
+            Some("1048576")
+        );
+        // The user's own, by either name, is left alone.
+        assert_eq!(
+            fetch(&[("max.partition.fetch.bytes", "65536")], 8).as_deref(),
+            Some("65536")
+        );
+        let librdkafka_name = [("rdkafka.fetch.message.max.bytes", "65536")];
+        assert_eq!(fetch(&librdkafka_name, 8), None);
+        // librdkafka accepts the Java name (its alias), so it reaches the client unchanged.
+        let translated = crate::kafka::client_config::translate(&consumer_props(&Props::new(), 8));
+        assert_eq!(
+            translated.unwrap().settings["max.partition.fetch.bytes"],
+            "262144"
+        );
     }
 
     #[test]
