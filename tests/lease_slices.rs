@@ -585,14 +585,17 @@ async fn a_kill_storm_loses_nothing_and_duplicates_little() {
     );
     assert_eq!(order.lost, 0, "{order:?}");
     assert!(order.first_copies_in_order, "{order:?}");
-    // Each kill re-copies what its slice copied since its last position commit: a task commits
-    // every second and after every 1 MiB acknowledged, so a re-copy is at most ~2,000 of these
-    // 512 B records, plus the produce requests in flight. With one commit a second, a slice
-    // catching up re-copied up to a whole partition's backlog (~25,000); two writers at once
-    // double whole partitions.
+    // Each kill re-copies what its slice wrote since its last position commit. A task commits
+    // after every 1 MiB acknowledged (or every second) and copies nothing while that commit is
+    // pending, but the slice's producer queue (4 MiB) keeps delivering meanwhile, and what it
+    // delivers waits for the next commit: at most ~5 MiB, ~10,000 of these 512 B records, per
+    // restart. Measured: up to 2,788 on Kafka; on tansu 1,500-4,500 here and 6,377 once under
+    // CI load. With one commit a second, a slice catching up re-copied up to a whole
+    // partition's backlog (~25,000); two writers at once double whole partitions.
+    const MAX_RECOPY_PER_RESTART: usize = (1 + 4) * 1024 * 1024 / 512;
     assert!(
-        order.duplicates <= order.restarts * 6_000,
-        "more than 6,000 records re-copied per restart: {order:?}"
+        order.duplicates <= order.restarts * MAX_RECOPY_PER_RESTART,
+        "more than {MAX_RECOPY_PER_RESTART} records re-copied per restart: {order:?}"
     );
     // In all, it depends on how many kills land mid-copy: 0.7-5.2 % measured on Kafka (2-5
     // restarts of up to 2,788 records), 0.7 % on tansu; with a commit every 4 MiB, tansu in CI
