@@ -65,8 +65,8 @@ const CONSUMER_PREFETCH_MIN_RECORDS: usize = 512;
 /// count compressed bytes, and librdkafka decompresses a fetched batch whole, keeping it until
 /// its last record is copied: with a queue per task refilled partition by partition, 1 MiB
 /// fetches of 2:1 zstd batches held 170–220 MiB with eight tasks against ~85 MiB with one;
-/// 256 KiB brought eight tasks to 82–85 MiB, throughput within run-to-run spread
-/// (docs/throughput.md). Kafka returns a batch larger than this whole (KIP-74), so it never
+/// 256 KiB brought eight tasks to 82–85 MiB, throughput within run-to-run spread and CPU
+/// unchanged (docs/throughput.md). Kafka returns a batch larger than this whole (KIP-74), so it never
 /// stalls a partition.
 const PARTITION_FETCH_MAX_BYTES: usize = 1024 * 1024;
 /// Records waiting for delivery (librdkafka's copies) in the slice's data producer, which all
@@ -79,8 +79,11 @@ const SLICE_PRODUCER_QUEUE_RECORDS: usize = 16 * 1024;
 /// Producer defaults, used unless the user set the key (`<target>.producer.*`).
 const PRODUCER_DEFAULTS: &[(&str, &str)] = &[
     // Connect's defaults for a source task's producer (mm2-compat §2.4): order per partition
-    // from a single request in flight. Measured here, an idempotent producer was slower (its
-    // broker threads spin) and waited ~0.5 s for a producer id before the first record.
+    // from a single request in flight. librdkafka sends one partition per produce request, so
+    // this also serialises partitions: with eight tasks an idempotent producer with 5 in
+    // flight measured ~20 % faster (docs/throughput.md); it is not the default yet (a
+    // producer-id round trip before the first record, fatal sequence errors, MSK IAM's
+    // `WriteDataIdempotently`).
     ("acks", "all"),
     ("enable.idempotence", "false"),
     ("max.in.flight.requests.per.connection", "1"),
