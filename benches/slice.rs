@@ -44,7 +44,8 @@
 //!   `queued.max.messages.kbytes=1024`, `queue.buffering.max.kbytes=2048` — a second set of
 //!   throughput runs with these librdkafka settings on top of the task's defaults, given alike
 //!   to the pipe and to `mirrorslice` (as `<source>.consumer.<key>`, `<target>.producer.<key>`);
-//!   `none` for both skips that set.
+//!   `none` for both skips that set. The matrix runs its whole grid with them instead of the
+//!   defaults (e.g. `MIRRORSLICE_BENCH_PRODUCER=enable.idempotence=true,max.in.flight.requests.per.connection=5`).
 //!
 //! **1. Throughput.** One source topic on A is seeded with N records (key `key-<i>`, a header,
 //! a timestamp) round-robin over the partitions. The baseline is a bare rdkafka pipe (a child

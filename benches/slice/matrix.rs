@@ -102,10 +102,13 @@ fn figures(runs: &[&ThroughputRow], pipe_mbps: f64) -> Figures {
 }
 
 pub(super) async fn matrix(s: &Settings) -> BenchResult<()> {
-    let defaults = SettingsSet {
-        name: "the task's defaults (PRODUCER_DEFAULTS, CONSUMER_DEFAULTS)",
-        consumer: Vec::new(),
-        producer: Vec::new(),
+    // `MIRRORSLICE_BENCH_CONSUMER`/`_PRODUCER` go on top of the task's defaults, alike for the
+    // pipe and the tasks, so a setting is measured across the whole grid against a pipe that
+    // has it too.
+    let settings = SettingsSet {
+        name: "the task's defaults + MIRRORSLICE_BENCH_CONSUMER/PRODUCER",
+        consumer: s.consumer_extra.clone(),
+        producer: s.producer_extra.clone(),
     };
     print_header(s);
     let mut verdicts = Vec::new();
@@ -155,7 +158,7 @@ pub(super) async fn matrix(s: &Settings) -> BenchResult<()> {
                     .map(|&tasks| Runner::Mirrorslice { tasks }),
             );
         }
-        let rows = run_plan(&cs, &topic, records, &defaults, &plan).await?;
+        let rows = run_plan(&cs, &topic, records, &settings, &plan).await?;
         delete_topics(&s.a, &[topic]).await;
         let kind = |want: Runner| -> Vec<&ThroughputRow> {
             rows.iter()
@@ -213,6 +216,18 @@ fn print_header(s: &Settings) {
         "== 4. Throughput matrix (issue #14): medians of {} runs; MB = 10^6 bytes of key+value; own timers ==",
         s.tp_reps
     );
+    for (who, extra) in [
+        ("consumer", &s.consumer_extra),
+        ("producer", &s.producer_extra),
+    ] {
+        if !extra.is_empty() {
+            let set: Vec<String> = extra.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            println!(
+                "   pipe and tasks, {who} on top of the defaults: {}",
+                set.join(" ")
+            );
+        }
+    }
     println!(
         "{:<34} {:<12} {:>7} {:>10} {:>6} {:>9} {:>9} {:>6} {:>11}",
         "case", "run", "MB/s", "records/s", "×pipe", "peak MiB", "CPU s/GB", "×pipe", "(range)"
