@@ -79,21 +79,43 @@ const SLICE_PRODUCER_QUEUE_RECORDS: usize = 16 * 1024;
 /// Producer defaults, used unless the user set the key (`<target>.producer.*`).
 const PRODUCER_DEFAULTS: &[(&str, &str)] = &[
     // Connect's defaults for a source task's producer (mm2-compat §2.4): order per partition
-    // from a single request in flight. librdkafka sends one partition per produce request, so
-    // this also serialises partitions: with eight tasks an idempotent producer with 5 in
-    // flight measured ~20 % faster (docs/throughput.md); it is not the default yet (a
-    // producer-id round trip before the first record, fatal sequence errors, MSK IAM's
-    // `WriteDataIdempotently`).
+    // from a single request in flight.
     ("acks", "all"),
     ("enable.idempotence", "false"),
     ("max.in.flight.requests.per.connection", "1"),
     ("linger.ms", "5"),
 ];
+/// The data producer of a slice with several tasks, unless the user chose idempotence or the
+/// requests in flight: idempotent, five requests in flight, order per partition kept by
+/// sequence numbers (KIP-98). librdkafka sends one partition per produce request, so one
+/// request in flight serialises partitions; one task hands the producer long runs of one
+/// partition (full batches), several tasks hand it all their partitions a little at a time
+/// (half-full batches, twice the requests). Measured with eight tasks, 1M × 512 B: ~20 % less
+/// wall and CPU time, and no gain with one task, which keeps Connect's settings
+/// (docs/throughput.md, "one partition per produce request").
+const SHARED_PRODUCER_DEFAULTS: &[(&str, &str)] = &[
+    ("enable.idempotence", "true"),
+    ("max.in.flight.requests.per.connection", "5"),
+];
+/// Keys by which a user chooses the producer's ordering (Java and librdkafka names).
+const ORDERING_KEYS: &[&str] = &[
+    "enable.idempotence",
+    "max.in.flight.requests.per.connection",
+    "max.in.flight",
+];
 
-/// The data producer's settings: the user's (`producer`), then [`PRODUCER_DEFAULTS`], then the
+/// The data producer's settings for a slice of `tasks` tasks: the user's (`producer`), then
+/// [`SHARED_PRODUCER_DEFAULTS`] with several tasks, then [`PRODUCER_DEFAULTS`], then the
 /// slice's queue budget unless the user sized the queue (`buffer.memory` or librdkafka's key).
-pub fn producer_props(producer: &Props) -> Props {
-    let mut props = with_defaults(producer.clone(), PRODUCER_DEFAULTS);
+pub fn producer_props(producer: &Props, tasks: usize) -> Props {
+    let chose =
+        |k: &str| producer.contains_key(k) || producer.contains_key(&format!("rdkafka.{k}"));
+    let shared = tasks > 1 && !ORDERING_KEYS.iter().any(|k| chose(k));
+    let mut props = producer.clone();
+    if shared {
+        props = with_defaults(props, SHARED_PRODUCER_DEFAULTS);
+    }
+    let mut props = with_defaults(props, PRODUCER_DEFAULTS);
     let sized = [
         "buffer.memory",
         "queue.buffering.max.kbytes",
@@ -236,14 +258,47 @@ mod tests {
     }
 
     #[test]
+    fn several_tasks_share_an_idempotent_producer_unless_the_user_chose_the_ordering() {
+        let one = producer_props(&Props::new(), 1);
+        assert_eq!(one["enable.idempotence"], "false");
+        assert_eq!(one["max.in.flight.requests.per.connection"], "1");
+        let eight = producer_props(&Props::new(), 8);
+        assert_eq!(eight["enable.idempotence"], "true");
+        assert_eq!(eight["max.in.flight.requests.per.connection"], "5");
+        assert_eq!(eight["acks"], "all");
+        // Either key, by either name, keeps Connect's settings for the other.
+        for key in [
+            "max.in.flight.requests.per.connection",
+            "rdkafka.max.in.flight",
+            "enable.idempotence",
+        ] {
+            let mut user = Props::new();
+            user.insert(key.into(), "1".into());
+            let chosen = producer_props(&user, 8);
+            assert_ne!(
+                chosen.get("enable.idempotence").map(String::as_str),
+                Some("true"),
+                "{key}"
+            );
+            assert_ne!(
+                chosen
+                    .get("max.in.flight.requests.per.connection")
+                    .map(String::as_str),
+                Some("5"),
+                "{key}"
+            );
+        }
+    }
+
+    #[test]
     fn the_producer_queue_is_bounded_in_bytes_and_records_unless_sized() {
-        let props = producer_props(&Props::new());
+        let props = producer_props(&Props::new(), 1);
         assert_eq!(props["queue.buffering.max.kbytes"], "4096");
         assert_eq!(props["rdkafka.queue.buffering.max.messages"], "16384");
         let mut user = Props::new();
         user.insert("buffer.memory".into(), "1048576".into());
         user.insert("queue.buffering.max.messages".into(), "1000".into());
-        let sized = producer_props(&user);
+        let sized = producer_props(&user, 1);
         assert!(!sized.contains_key("queue.buffering.max.kbytes"));
         assert!(!sized.contains_key("rdkafka.queue.buffering.max.messages"));
     }
