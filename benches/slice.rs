@@ -45,7 +45,8 @@
 //!   throughput runs with these librdkafka settings on top of the task's defaults, given alike
 //!   to the pipe and to `mirrorslice` (as `<source>.consumer.<key>`, `<target>.producer.<key>`);
 //!   `none` for both skips that set. The matrix runs its whole grid with them instead of the
-//!   defaults (e.g. `MIRRORSLICE_BENCH_PRODUCER=enable.idempotence=true,max.in.flight.requests.per.connection=5`).
+//!   defaults, e.g. `MIRRORSLICE_BENCH_PRODUCER=enable.idempotence=true,
+//!   max.in.flight.requests.per.connection=5` (one line, no space).
 //!
 //! **1. Throughput.** One source topic on A is seeded with N records (key `key-<i>`, a header,
 //! a timestamp) round-robin over the partitions. The baseline is a bare rdkafka pipe (a child
@@ -120,7 +121,8 @@ const TIME_BIN: &str = "/usr/bin/time";
 /// CONSUMER_DEFAULTS, PRODUCER_DEFAULTS, the prefetch budget) so the baseline pipe runs with
 /// the same ones: those of a one-task slice, which the pipe is. (Several tasks share an
 /// idempotent producer with five requests in flight, SHARED_PRODUCER_DEFAULTS; the pipe with
-/// it measured as fast as without: `MIRRORSLICE_BENCH_PRODUCER` gives it to both.) The pipe reads one queue, so the task's whole budget (2 MiB) bounds it; with
+/// it measured as fast as without: `MIRRORSLICE_BENCH_PRODUCER` gives it to both.) The pipe
+/// reads one queue, so the task's whole budget (2 MiB) bounds it; with
 /// `MIRRORSLICE_BENCH_PIPE_PARTITION_QUEUES=1` each partition gets the task's share instead.
 const PIPE_CONSUMER: &[(&str, &str)] = &[
     ("enable.partition.eof", "true"),

@@ -66,8 +66,8 @@ const CONSUMER_PREFETCH_MIN_RECORDS: usize = 512;
 /// its last record is copied: with a queue per task refilled partition by partition, 1 MiB
 /// fetches of 2:1 zstd batches held 170–220 MiB with eight tasks against ~85 MiB with one;
 /// 256 KiB brought eight tasks to 82–85 MiB, throughput within run-to-run spread and CPU
-/// unchanged (docs/throughput.md). Kafka returns a batch larger than this whole (KIP-74), so it never
-/// stalls a partition.
+/// unchanged (docs/throughput.md). Kafka returns a batch larger than this whole (KIP-74), so
+/// it never stalls a partition.
 const PARTITION_FETCH_MAX_BYTES: usize = 1024 * 1024;
 /// Records waiting for delivery (librdkafka's copies) in the slice's data producer, which all
 /// its tasks share. 4 MiB keeps the broker busy at loopback speed; 2 MiB measured 10 % slower,
