@@ -13,9 +13,9 @@
 //!
 //! Reported per run kind: MB/s and records/s (the tool's own timer), the ratio to the pipe,
 //! the highest peak RSS, CPU seconds per GB copied, its ratio to the pipe's (the median of
-//! each run's ratio to the pipe run of its repetition, and their range); and a verdict against #14's goals for
-//! 512 B (≥ 1.0× the pipe, RSS ≤ 48 MiB with one task and ≤ 64 MiB with eight, CPU per GB at
-//! most the pipe's).
+//! each run's ratio to the pipe run of its repetition, and their range); and a verdict against
+//! #14's goals for 512 B (≥ 1.0× the pipe, RSS ≤ 48 MiB with one task and ≤ 64 MiB with eight,
+//! CPU per GB at most the pipe's).
 
 use super::{
     create_topic, delete_topics, load, median, produce, run_plan, unique, verdict, BenchResult,

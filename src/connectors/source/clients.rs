@@ -108,21 +108,15 @@ const ORDERING_KEYS: &[&str] = &[
 /// [`SHARED_PRODUCER_DEFAULTS`] with several tasks, then [`PRODUCER_DEFAULTS`], then the
 /// slice's queue budget unless the user sized the queue (`buffer.memory` or librdkafka's key).
 pub fn producer_props(producer: &Props, tasks: usize) -> Props {
-    let chose =
-        |k: &str| producer.contains_key(k) || producer.contains_key(&format!("rdkafka.{k}"));
-    let shared = tasks > 1 && !ORDERING_KEYS.iter().any(|k| chose(k));
+    let shared = tasks > 1 && !ORDERING_KEYS.iter().any(|k| user_set(producer, k));
     let mut props = producer.clone();
     if shared {
         props = with_defaults(props, SHARED_PRODUCER_DEFAULTS);
     }
     let mut props = with_defaults(props, PRODUCER_DEFAULTS);
-    let sized = [
-        "buffer.memory",
-        "queue.buffering.max.kbytes",
-        "rdkafka.queue.buffering.max.kbytes",
-    ]
-    .iter()
-    .any(|k| props.contains_key(*k));
+    let sized = ["buffer.memory", "queue.buffering.max.kbytes"]
+        .iter()
+        .any(|k| user_set(&props, k));
     if !sized {
         props.insert(
             "queue.buffering.max.kbytes".into(),
@@ -140,9 +134,7 @@ pub fn producer_props(producer: &Props, tasks: usize) -> Props {
 /// else `default_queue_kb`.
 fn default_partition_fetch(props: &mut Props, default_queue_kb: usize) {
     let names = ["max.partition.fetch.bytes", "fetch.message.max.bytes"];
-    let set =
-        |name: &str| props.contains_key(name) || props.contains_key(&format!("rdkafka.{name}"));
-    if names.iter().any(|n| set(n)) {
+    if names.iter().any(|n| user_set(props, n)) {
         return;
     }
     let queue_kb = [
@@ -156,12 +148,15 @@ fn default_partition_fetch(props: &mut Props, default_queue_kb: usize) {
     props.insert("max.partition.fetch.bytes".into(), bytes.to_string());
 }
 
+/// Whether `key` is set, by its own name or as `rdkafka.<key>`.
+fn user_set(props: &Props, key: &str) -> bool {
+    props.contains_key(key) || props.contains_key(&format!("rdkafka.{key}"))
+}
+
 /// Sets librdkafka's `key` (as `rdkafka.<key>`) unless the user set it, by either name.
 fn librdkafka_default(props: &mut Props, key: &str, value: usize) {
-    if !props.contains_key(key) {
-        props
-            .entry(format!("rdkafka.{key}"))
-            .or_insert_with(|| value.to_string());
+    if !user_set(props, key) {
+        props.insert(format!("rdkafka.{key}"), value.to_string());
     }
 }
 
