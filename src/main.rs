@@ -100,7 +100,7 @@ fn init_logging() {
 }
 
 fn main() {
-    mirrorslice::memory::limit_malloc_arenas();
+    mirrorslice::memory::tune_malloc();
     let cli = Cli::parse();
     init_logging();
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -319,7 +319,7 @@ fn init_logging() {
 
 fn main() -> Result<(), lambda_runtime::Error> {
     // Before the runtime's threads exist (see mirrorslice::memory).
-    mirrorslice::memory::limit_malloc_arenas();
+    mirrorslice::memory::tune_malloc();
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
