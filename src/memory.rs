@@ -21,29 +21,38 @@
 //!   sizes) come from it; peak RSS rose by 1–5 MiB (blocks that were mapped and unmapped now
 //!   share the heap).
 
-/// glibc's `mallopt` parameters we set, with the value and the environment variable that
-/// sets the same parameter (glibc's own: the operator's choice wins).
+/// One glibc `mallopt` parameter we set, and the two ways an operator sets it instead
+/// (glibc's own: the operator's choice wins).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-const MALLOC_SETTINGS: &[(libc::c_int, libc::c_int, &str, &str)] = &[
-    // (parameter, value, its MALLOC_* variable, its GLIBC_TUNABLES name)
-    (
-        libc::M_ARENA_MAX,
-        2,
-        "MALLOC_ARENA_MAX",
-        "glibc.malloc.arena_max",
-    ),
-    (
-        libc::M_MMAP_THRESHOLD,
-        4 << 20,
-        "MALLOC_MMAP_THRESHOLD_",
-        "glibc.malloc.mmap_threshold",
-    ),
-    (
-        libc::M_TRIM_THRESHOLD,
-        16 << 20,
-        "MALLOC_TRIM_THRESHOLD_",
-        "glibc.malloc.trim_threshold",
-    ),
+struct MallocSetting {
+    param: libc::c_int,
+    value: libc::c_int,
+    /// Its `MALLOC_*` environment variable.
+    variable: &'static str,
+    /// Its name in `GLIBC_TUNABLES`.
+    tunable: &'static str,
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const MALLOC_SETTINGS: &[MallocSetting] = &[
+    MallocSetting {
+        param: libc::M_ARENA_MAX,
+        value: 2,
+        variable: "MALLOC_ARENA_MAX",
+        tunable: "glibc.malloc.arena_max",
+    },
+    MallocSetting {
+        param: libc::M_MMAP_THRESHOLD,
+        value: 4 << 20,
+        variable: "MALLOC_MMAP_THRESHOLD_",
+        tunable: "glibc.malloc.mmap_threshold",
+    },
+    MallocSetting {
+        param: libc::M_TRIM_THRESHOLD,
+        value: 16 << 20,
+        variable: "MALLOC_TRIM_THRESHOLD_",
+        tunable: "glibc.malloc.trim_threshold",
+    },
 ];
 
 /// Two malloc arenas, heaps that keep 16 MiB of free top, and blocks up to 4 MiB from the
@@ -52,14 +61,14 @@ const MALLOC_SETTINGS: &[(libc::c_int, libc::c_int, &str, &str)] = &[
 /// librdkafka): threads pick their arena on first allocation. A no-op on other C libraries.
 pub fn tune_malloc() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    for &(param, value, variable, tunable) in MALLOC_SETTINGS {
-        if operator_set(variable, tunable, |name| std::env::var(name).ok()) {
+    for s in MALLOC_SETTINGS {
+        if operator_set(s.variable, s.tunable, |name| std::env::var(name).ok()) {
             continue;
         }
         // SAFETY: mallopt only sets an allocator parameter; called before other threads exist.
-        if unsafe { libc::mallopt(param, value) } != 1 {
+        if unsafe { libc::mallopt(s.param, s.value) } != 1 {
             // Not fatal: glibc's defaults only cost memory or CPU.
-            eprintln!("warning: mallopt({variable}, {value}) was refused");
+            eprintln!("warning: mallopt({}, {}) was refused", s.variable, s.value);
         }
     }
 }
