@@ -16,10 +16,10 @@
 //!   so the heap shrank and grew without end: each regrowth faults its pages in again and the
 //!   kernel zeroes them. Copying 2 GB of 10 KiB records took 90k–283k page faults and ~800
 //!   `brk` calls against 6–8k and ~30 with the thresholds below, and 8–23 % less system CPU
-//!   (medians of three batches; `docs/throughput.md`). The heap now keeps up to 16 MiB of free
-//!   top, and blocks up to 4 MiB (every fetch response and produce request at the default
-//!   sizes) come from it; peak RSS rose by 1–5 MiB (blocks that were mapped and unmapped now
-//!   share the heap).
+//!   (medians of two batches of alternating runs; `docs/throughput.md`). The heap now keeps
+//!   up to 16 MiB of free top, and blocks up to 4 MiB (every fetch response and produce
+//!   request at the default sizes) come from it; peak RSS rose by 1–5 MiB (blocks that were
+//!   mapped and unmapped now share the heap).
 
 /// One glibc `mallopt` parameter we set, and the two ways an operator sets it instead
 /// (glibc's own: the operator's choice wins).
