@@ -73,15 +73,6 @@ const PARTITION_FETCH_MAX_BYTES: usize = 1024 * 1024;
 /// its tasks share. 4 MiB keeps the broker busy at loopback speed; 2 MiB measured 10 % slower,
 /// 8 MiB only used 10 MiB more memory.
 const SLICE_PRODUCER_QUEUE_KB: usize = 4 * 1024;
-/// The queue of several tasks' idempotent producer ([`SHARED_PRODUCER_DEFAULTS`]): 1 MiB per
-/// task (a partition's fetch), at least the slice's 4 MiB, at most 8 MiB. With five requests in
-/// flight and the tasks' partitions handed over a little each in turn, each needs room for a
-/// batch filling while its last ones are sent. Alternating runs, 1M × 512 B, against 4 MiB:
-/// eight tasks ~15 % faster at ~10 % less CPU per GB in three batches (peak RSS 52 → 59 MiB);
-/// two tasks, whose partitions come in long runs, no better with 8 MiB (and 8 MiB more RSS);
-/// at 10 KiB no change beyond the noise (docs/throughput.md, "Room for five requests").
-const SHARED_PRODUCER_QUEUE_KB_PER_TASK: usize = 1024;
-const SHARED_PRODUCER_QUEUE_MAX_KB: usize = 8 * 1024;
 /// The producer queue's bound in records (`queue.buffering.max.messages`, librdkafka's default
 /// 100000), for the same reason: it binds only records under 256 B. Half of it measured slower.
 const SLICE_PRODUCER_QUEUE_RECORDS: usize = 16 * 1024;
@@ -115,8 +106,7 @@ const ORDERING_KEYS: &[&str] = &[
 
 /// The data producer's settings for a slice of `tasks` tasks: the user's (`producer`), then
 /// [`SHARED_PRODUCER_DEFAULTS`] with several tasks, then [`PRODUCER_DEFAULTS`], then the
-/// slice's queue budget (larger for many tasks' idempotent producer) unless the user sized the
-/// queue (`buffer.memory` or librdkafka's key).
+/// slice's queue budget unless the user sized the queue (`buffer.memory` or librdkafka's key).
 pub fn producer_props(producer: &Props, tasks: usize) -> Props {
     let shared = tasks > 1 && !ORDERING_KEYS.iter().any(|k| user_set(producer, k));
     let mut props = producer.clone();
@@ -128,12 +118,10 @@ pub fn producer_props(producer: &Props, tasks: usize) -> Props {
         .iter()
         .any(|k| user_set(&props, k));
     if !sized {
-        let kb = match shared {
-            true => (tasks * SHARED_PRODUCER_QUEUE_KB_PER_TASK)
-                .clamp(SLICE_PRODUCER_QUEUE_KB, SHARED_PRODUCER_QUEUE_MAX_KB),
-            false => SLICE_PRODUCER_QUEUE_KB,
-        };
-        props.insert("queue.buffering.max.kbytes".into(), kb.to_string());
+        props.insert(
+            "queue.buffering.max.kbytes".into(),
+            SLICE_PRODUCER_QUEUE_KB.to_string(),
+        );
     }
     let records = SLICE_PRODUCER_QUEUE_RECORDS;
     librdkafka_default(&mut props, "queue.buffering.max.messages", records);
@@ -302,30 +290,11 @@ mod tests {
         let props = producer_props(&Props::new(), 1);
         assert_eq!(props["queue.buffering.max.kbytes"], "4096");
         assert_eq!(props["rdkafka.queue.buffering.max.messages"], "16384");
-        // Several tasks' idempotent producer queues more; with the ordering the user chose
-        // (one request in flight) the larger queue bought nothing, so it stays.
-        for (tasks, kb) in [
-            (2, "4096"),
-            (4, "4096"),
-            (6, "6144"),
-            (8, "8192"),
-            (64, "8192"),
-        ] {
-            let shared = producer_props(&Props::new(), tasks);
-            assert_eq!(shared["queue.buffering.max.kbytes"], kb, "{tasks} tasks");
-            assert_eq!(shared["rdkafka.queue.buffering.max.messages"], "16384");
-        }
-        let mut ordered = Props::new();
-        ordered.insert("max.in.flight.requests.per.connection".into(), "1".into());
-        let ordered = producer_props(&ordered, 8);
-        assert_eq!(ordered["queue.buffering.max.kbytes"], "4096");
         let mut user = Props::new();
         user.insert("buffer.memory".into(), "1048576".into());
         user.insert("queue.buffering.max.messages".into(), "1000".into());
-        for tasks in [1, 8] {
-            let sized = producer_props(&user, tasks);
-            assert!(!sized.contains_key("queue.buffering.max.kbytes"));
-            assert!(!sized.contains_key("rdkafka.queue.buffering.max.messages"));
-        }
+        let sized = producer_props(&user, 1);
+        assert!(!sized.contains_key("queue.buffering.max.kbytes"));
+        assert!(!sized.contains_key("rdkafka.queue.buffering.max.messages"));
     }
 }
