@@ -586,13 +586,13 @@ async fn a_kill_storm_loses_nothing_and_duplicates_little() {
     assert_eq!(order.lost, 0, "{order:?}");
     assert!(order.first_copies_in_order, "{order:?}");
     // Each kill re-copies what its slice wrote since its last position commit. A task commits
-    // after every 1 MiB acknowledged (or every second) and copies nothing while that commit is
-    // pending, but the slice's producer queue (4 MiB) keeps delivering meanwhile, and what it
-    // delivers waits for the next commit: at most ~5 MiB, ~10,000 of these 512 B records, per
-    // restart. Measured: up to 2,788 on Kafka; on tansu 1,500-4,500 here and 6,377 once under
-    // CI load. With one commit a second, a slice catching up re-copied up to a whole
+    // after every 1 MiB acknowledged (or every second) and copies on while that commit is
+    // pending until another 1 MiB is acknowledged, and the slice's producer queue (4 MiB) keeps
+    // delivering meanwhile; what it delivers waits for the next commit: at most ~6 MiB,
+    // ~12,000 of these 512 B records, per restart. Measured before copying went on during a
+    // commit: up to 2,788 on Kafka; on tansu 1,500-4,500 here and 6,377 once under CI load. With one commit a second, a slice catching up re-copied up to a whole
     // partition's backlog (~25,000); two writers at once double whole partitions.
-    const MAX_RECOPY_PER_RESTART: usize = (1 + 4) * 1024 * 1024 / 512;
+    const MAX_RECOPY_PER_RESTART: usize = (2 + 4) * 1024 * 1024 / 512;
     assert!(
         order.duplicates <= order.restarts * MAX_RECOPY_PER_RESTART,
         "more than {MAX_RECOPY_PER_RESTART} records re-copied per restart: {order:?}"

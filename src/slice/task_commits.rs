@@ -2,8 +2,9 @@
 //!
 //! The copy loop hands a commit over ([`TaskHooks::start_commit`]); the commit's record is
 //! written and confirmed on the runtime, and the loop collects the outcome
-//! ([`TaskHooks::commit_outcome`]). The loop waits for it today: a commit still on its way when
-//! the process freezes lands at the thaw, after a successor's (see `docs/connect-offsets.md`).
+//! ([`TaskHooks::commit_outcome`]), copying on meanwhile up to another 1 MiB. A commit still on
+//! its way when the process freezes lands at the thaw, after a successor's; its fence keeps it
+//! from moving the stored offset back (see `docs/connect-offsets.md`).
 //!
 //! One commit is on its way at a time, and the store travels with it: its known positions
 //! (see [`OffsetStore::commit_stored`]) are updated in order.
