@@ -1086,9 +1086,9 @@ impl CopyLoop {
     /// Whether the task copies on while its commit is on its way: until another
     /// [`COMMIT_AFTER_BYTES`] were acknowledged since the commit started, so a kill re-copies at
     /// most twice that (and what the producer holds). Waiting for every commit before copying
-    /// on left the producer short of records after each round trip (at 10 KiB, one commit per
-    /// hundred records): one task copied 1.14x the pipe's speed instead of 0.93x at 10 KiB,
-    /// and at 512 B 1.30x at 0.67x its CPU per GB instead of 1.17x at 0.77x
+    /// on left the producer short of records after each round trip: one task at 512 B copied
+    /// 1.23-1.30x the pipe's speed at 0.67-0.74x its CPU per GB instead of 1.08-1.17x at
+    /// 0.77-0.81x (two batches); at 10 KiB 1.14x instead of 1.04x at the same CPU
     /// (docs/throughput.md, "Copying on while a commit is confirmed").
     fn copies_past_commit(&self) -> bool {
         self.acked_bytes() < self.acked_at_commit + COMMIT_AFTER_BYTES
