@@ -590,8 +590,9 @@ async fn a_kill_storm_loses_nothing_and_duplicates_little() {
     // pending until another 1 MiB is acknowledged, and the slice's producer queue (4 MiB) keeps
     // delivering meanwhile; what it delivers waits for the next commit: at most ~6 MiB,
     // ~12,000 of these 512 B records, per restart. Measured before copying went on during a
-    // commit: up to 2,788 on Kafka; on tansu 1,500-4,500 here and 6,377 once under CI load. With one commit a second, a slice catching up re-copied up to a whole
-    // partition's backlog (~25,000); two writers at once double whole partitions.
+    // commit: up to 2,788 on Kafka; on tansu 1,500-4,500 here and 6,377 once under CI load.
+    // With one commit a second, a slice catching up re-copied up to a whole partition's
+    // backlog (~25,000); two writers at once double whole partitions.
     const MAX_RECOPY_PER_RESTART: usize = (2 + 4) * 1024 * 1024 / 512;
     assert!(
         order.duplicates <= order.restarts * MAX_RECOPY_PER_RESTART,

@@ -693,9 +693,9 @@ impl CopyLoop {
         if self.last_step >= spec.stop_at {
             return Ok(ControlFlow::Break(Stop::Done));
         }
-        if !self.settle_commit(hooks, false, syncs.as_deref_mut(), outcome)?
-            && !self.copies_past_commit()
-        {
+        // Unconfirmed, the commit stops the copy only once another COMMIT_AFTER_BYTES were
+        // acknowledged (see `bytes_due`).
+        if !self.settle_commit(hooks, false, syncs.as_deref_mut(), outcome)? && self.bytes_due() {
             return Ok(ControlFlow::Continue(Turn::CommitPending));
         }
         if self.runs.iter().all(|r| r.done || r.at_end) && self.confirm_due() {
@@ -1079,19 +1079,19 @@ impl CopyLoop {
     /// commit, so at full speed that is bounded by bytes (and one commit's round trip), not by
     /// the interval; a slow copy commits on the interval alone.
     fn commit_due(&self) -> bool {
-        self.last_commit.elapsed() >= self.spec.flush_interval
-            || self.acked_bytes() >= self.acked_at_commit + COMMIT_AFTER_BYTES
+        self.last_commit.elapsed() >= self.spec.flush_interval || self.bytes_due()
     }
 
-    /// Whether the task copies on while its commit is on its way: until another
-    /// [`COMMIT_AFTER_BYTES`] were acknowledged since the commit started, so a kill re-copies at
-    /// most twice that (and what the producer holds). Waiting for every commit before copying
-    /// on left the producer short of records after each round trip: one task at 512 B copied
-    /// 1.23-1.30x the pipe's speed at 0.67-0.74x its CPU per GB instead of 1.08-1.17x at
-    /// 0.77-0.81x (two batches); at 10 KiB 1.14x instead of 1.04x at the same CPU
-    /// (docs/throughput.md, "Copying on while a commit is confirmed").
-    fn copies_past_commit(&self) -> bool {
-        self.acked_bytes() < self.acked_at_commit + COMMIT_AFTER_BYTES
+    /// Whether [`COMMIT_AFTER_BYTES`] were acknowledged since the last commit started. Then a
+    /// commit is due; and a commit still unconfirmed stops the copy, which otherwise goes on
+    /// during its round trip, so a kill re-copies at most twice that (and what the producer
+    /// holds). Waiting for every commit before copying on left the producer short of records
+    /// after each round trip: one task at 512 B copied 1.23-1.30x the pipe's speed at
+    /// 0.67-0.74x its CPU per GB instead of 1.08-1.17x at 0.77-0.81x (two batches); at 10 KiB
+    /// 1.14x instead of 1.04x at the same CPU (docs/throughput.md, "Copying on while a commit
+    /// is confirmed").
+    fn bytes_due(&self) -> bool {
+        self.acked_bytes() >= self.acked_at_commit + COMMIT_AFTER_BYTES
     }
 
     fn acked_bytes(&self) -> u64 {
