@@ -77,6 +77,18 @@ port_open() {
 pid_file() { echo "$RUN_DIR/$1.pid"; }
 log_file() { echo "$RUN_DIR/$1.log"; }
 
+# A process's command line, spaces for NULs. While a process execs (our spawn wrapper exec'ing
+# the server) /proc/PID/cmdline reads empty for a moment: a start-up poll once took a starting
+# moto for an exited one and failed a CI run. So an empty read is retried briefly; a zombie's
+# stays empty.
+cmdline_of() {
+    local cmd tries=0
+    while cmd="$(tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" || true)"; [[ -z "$cmd" ]] && ((tries++ < 20)); do
+        sleep 0.01
+    done
+    echo "$cmd"
+}
+
 # The PID from the file, if that process is alive and is still one of ours (PIDs get reused).
 live_pid() {
     local f pid cmd
@@ -85,7 +97,7 @@ live_pid() {
     pid="$(cat "$f" 2>/dev/null || true)"
     [[ "$pid" =~ ^[0-9]+$ ]] || return 1
     kill -0 "$pid" 2>/dev/null || return 1
-    cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || true)"
+    cmd="$(cmdline_of "$pid")"
     case "$1" in
         a | b) [[ "$cmd" == *tansu* ]] || return 1 ;;
         kafka-a | kafka-b) [[ "$cmd" == *kafka.Kafka* ]] || return 1 ;;
@@ -96,7 +108,7 @@ live_pid() {
 
 # Whether our process was started for this port (the port env vars may change between calls).
 started_on_port() {
-    tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -Eq -- "(:$2 | -p $2 |:$2\$| -p $2\$)"
+    cmdline_of "$1" | grep -Eq -- "(:$2 | -p $2 |:$2\$| -p $2\$)"
 }
 
 # Serving clients: the port accepts connections and, for Apache Kafka, the broker has logged
