@@ -422,11 +422,11 @@ async fn a_lease_lost_after_a_commit_commits_nothing_more_and_loses_nothing() {
     );
 }
 
-// Each commit is confirmed before the copy goes on (a commit left on its way across a freeze
-// could land after a successor's): the task waits for every one it starts, counts it once
-// confirmed, and each carries newer offsets than the one before.
+// A task run alone (`run_source_task_on`) confirms each commit before its copy goes on (the
+// slice's copy thread copies on meanwhile, up to another 1 MiB): it waits for every one it
+// starts, counts it once confirmed, and each carries newer offsets than the one before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_commit_is_confirmed_before_the_copy_goes_on() {
+async fn a_lone_task_confirms_each_commit_before_the_copy_goes_on() {
     let hooks = MemoryHooks {
         confirm_after_looks: 20,
         ..Default::default()

@@ -277,8 +277,9 @@ impl SliceClients {
     }
 }
 
-/// Run one task for one slice with the slice's shared `clients`, alone on this thread.
-/// Blocking: call it from a blocking thread.
+/// Run one task for one slice with the slice's shared `clients`, alone on this thread. Unlike
+/// the slice's copy thread, it waits for each commit it starts before copying on (the tests'
+/// loop). Blocking: call it from a blocking thread.
 pub fn run_source_task_on(
     spec: &SourceTaskSpec,
     clients: &Arc<SliceClients>,
@@ -467,8 +468,8 @@ pub(crate) enum Turn {
     Progressed,
     /// Nothing arrived: its queue's callback sets the wake when something does.
     Idle,
-    /// A commit is unconfirmed and the task has copied its share past it: it copies nothing
-    /// more until the commit is confirmed.
+    /// A commit is unconfirmed and the task copies nothing (it copied its share past the
+    /// commit, or nothing arrived): the copy thread looks for the outcome again soon.
     CommitPending,
     /// The copy ended: [`ActiveTask::finish`] it.
     Stopped,
@@ -732,6 +733,9 @@ impl CopyLoop {
         }
         Ok(ControlFlow::Continue(match progressed {
             true => Turn::Progressed,
+            // Not idle: an idle copy thread sleeps IDLE_WAIT, which would delay the commit's
+            // confirmation (and the syncs it promotes) for a caught-up task.
+            false if self.in_flight.is_some() => Turn::CommitPending,
             false => Turn::Idle,
         }))
     }
