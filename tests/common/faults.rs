@@ -37,6 +37,30 @@ fn wait_for_port(port: u16, child: &mut Child, what: &str) {
     }
 }
 
+/// A port for an Apache Kafka node whose next port, for its KRaft controller, is free too,
+/// chosen below the ephemeral range (and below the local stack's 29192): the JVM binds them
+/// seconds after this check, and a port from the ephemeral range can meanwhile become the
+/// local end of any connection a parallel test opens ("Address already in use" at start-up).
+fn kafka_ports() -> u16 {
+    use std::hash::{BuildHasher, Hasher};
+    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let (low, high) = (20_000u16, ephemeral.min(29_000) - 1);
+    for _ in 0..1_000 {
+        let random = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish();
+        let port = low + (random % u64::from(high - low)) as u16;
+        let free = |p: u16| TcpListener::bind(("127.0.0.1", p)).is_ok();
+        if free(port) && free(port + 1) {
+            return port;
+        }
+    }
+    panic!("no two free consecutive loopback ports in {low}..{high}");
+}
+
 /// Starts an Apache Kafka node on `port` (and `port + 1` for its controller) with its data in
 /// `data`, logging to `data/<log>`; returns once it logs "Kafka Server started" (at most 90 s).
 /// With `keep_data` it starts the node formatted there before, with its data.
@@ -156,16 +180,11 @@ impl PrivateServer {
         }
     }
 
-    /// An Apache Kafka node (`stack.sh kafka-exec`, which becomes the broker process) on a free
-    /// loopback port whose next port, for its KRaft controller, is free too. Up once it logs
+    /// An Apache Kafka node (`stack.sh kafka-exec`, which becomes the broker process) on free
+    /// loopback ports ([`kafka_ports`]). Up once it logs
     /// "Kafka Server started"; its log is kept in its data directory for a failing test.
     pub fn kafka() -> PrivateServer {
-        let port = loop {
-            let port = free_port();
-            if port < u16::MAX && TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
-                break port;
-            }
-        };
+        let port = kafka_ports();
         let data = tempfile::tempdir().expect("a data directory");
         let child = start_kafka(port, data.path(), "broker.log", false);
         PrivateServer {
