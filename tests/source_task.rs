@@ -480,6 +480,46 @@ async fn a_failed_commit_counts_nothing_and_fails_the_task() {
     }
 }
 
+// A target that refuses the idempotent producer (CLUSTER_AUTHORIZATION_FAILED on
+// InitProducerId: a cluster with ACLs older than Kafka 2.8 without IDEMPOTENT_WRITE) makes
+// librdkafka raise a fatal error and purge the producer's queue. Those purged records are not
+// a slice's own purge at its end: the task fails, naming the cause, and commits nothing.
+// librdkafka's mock cluster is the target, since no real broker here refuses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_that_refuses_the_idempotent_producer_fails_the_task() {
+    use rdkafka::mocking::MockCluster;
+    use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
+    let stack = common::stack();
+    let source = common::unique("task-no-idempotence");
+    let remote = format!("A.{source}");
+    common::create_topic(&stack.a, &source, 1, &[]).await;
+    common::produce(&stack.a, &source, &common::keyed_records(1, 50)).await;
+    let target = MockCluster::new(1).unwrap();
+    target.create_topic(&remote, 1, 1).unwrap();
+    let refused = [RDKafkaRespErr::RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED; 10];
+    target.request_errors(RDKafkaApiKey::InitProducerId, &refused);
+
+    let mut s = spec(&source, &remote, 1, &BTreeMap::new());
+    s.producer = props(&[("bootstrap.servers", &target.bootstrap_servers())]);
+    s.stop_at = Instant::now() + Duration::from_secs(10);
+    s.flush_deadline = s.stop_at + Duration::from_secs(5);
+    let (outcome, hooks) = tokio::task::spawn_blocking(move || {
+        let mut hooks = MemoryHooks::default();
+        (run_source_task(&s, &mut hooks), hooks)
+    })
+    .await
+    .unwrap();
+    let error = (outcome.error.clone()).unwrap_or_else(|| panic!("the task fails: {outcome:?}"));
+    assert!(
+        error
+            .to_lowercase()
+            .contains("cluster authorization failed"),
+        "{error}"
+    );
+    assert_eq!(outcome.records, 0, "{outcome:?}");
+    assert!(hooks.offsets.is_empty(), "committed: {:?}", hooks.offsets);
+}
+
 // A fast copy commits after every 1 MiB acknowledged, long before the timed flush (60 s here):
 // what a kill re-copies is bounded by bytes, not by the interval. 40 MB of 1 KiB records.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

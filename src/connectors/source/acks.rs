@@ -12,8 +12,10 @@ use crate::kafka::MirrorContext;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{DeliveryResult, ProducerContext};
 use rdkafka::{ClientContext, Message};
+use rdkafka_sys as rdsys;
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, RwLock};
+use std::ffi::CStr;
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 /// Which record a delivery report is about, packed into the pointer-sized opaque librdkafka
 /// carries with each record (so nothing is allocated per record): the task's slot in the
@@ -173,6 +175,8 @@ impl AckTracker {
 #[derive(Default)]
 pub(super) struct CopyContext {
     trackers: RwLock<Vec<Option<Arc<Mutex<AckTracker>>>>>,
+    /// The producer's librdkafka handle, once it exists: to ask for its fatal error.
+    client: OnceLock<usize>,
 }
 
 impl CopyContext {
@@ -198,6 +202,30 @@ impl CopyContext {
         if let Some(entry) = trackers.get_mut(slot) {
             *entry = None;
         }
+    }
+
+    /// Set once the producer exists; its handle outlives every callback of this context,
+    /// which the producer owns.
+    pub(super) fn set_client(&self, rk: *mut rdsys::rd_kafka_t) {
+        let _ = self.client.set(rk as usize);
+    }
+
+    /// The producer's fatal error, once librdkafka raised one: the producer is unusable (e.g.
+    /// the target refused its idempotent producer ID: CLUSTER_AUTHORIZATION_FAILED on
+    /// InitProducerId without IDEMPOTENT_WRITE before Kafka 2.8) and librdkafka purges its
+    /// queue. It is set before that purge, so every report the purge makes sees it.
+    fn fatal_error(&self) -> Option<String> {
+        let rk = *self.client.get()? as *mut rdsys::rd_kafka_t;
+        let mut reason = [0 as std::ffi::c_char; 512];
+        // SAFETY: `rk` is the live producer (see `set_client`); librdkafka writes a
+        // NUL-terminated string of at most `reason.len()` bytes.
+        let code = unsafe { rdsys::rd_kafka_fatal_error(rk, reason.as_mut_ptr(), reason.len()) };
+        if code == rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+            return None;
+        }
+        // SAFETY: NUL-terminated by librdkafka, above.
+        let reason = unsafe { CStr::from_ptr(reason.as_ptr()) }.to_string_lossy();
+        Some(format!("{}: {reason}", RDKafkaErrorCode::from(code)))
     }
 
     fn with_tracker(&self, slot: usize, f: impl FnOnce(&mut AckTracker)) {
@@ -233,13 +261,16 @@ impl ProducerContext for CopyContext {
                     RDKafkaErrorCode::PurgeQueue | RDKafkaErrorCode::PurgeInflight,
                 ),
                 _,
-            )) => {
-                // Purged at the slice's end (or as a lease was lost): not delivered, and not a
-                // failure either. The record stays unacknowledged, so the committed offset
-                // stops before it and the next slice copies it.
-                self.with_tracker(tag.slot, AckTracker::purged);
-                return;
-            }
+            )) => match self.fatal_error() {
+                Some(fatal) => Err(format!("the data producer failed for good: {fatal}")),
+                None => {
+                    // Purged at the slice's end (or as a lease was lost): not delivered, and
+                    // not a failure either. The record stays unacknowledged, so the committed
+                    // offset stops before it and the next slice copies it.
+                    self.with_tracker(tag.slot, AckTracker::purged);
+                    return;
+                }
+            },
             Err((e, _)) => Err(e.to_string()),
         };
         self.with_tracker(tag.slot, |t| t.completed(tag.idx, tag.seq, outcome));

@@ -36,6 +36,9 @@ impl DataProducer {
     pub fn open(role: &str, props: &Props) -> Result<Self, ClientError> {
         let config = client_config(role, props)?;
         let (reports, producer) = create_producer(role, &config, CopyContext::default())?;
+        producer
+            .context()
+            .set_client(producer.client().native_ptr());
         Ok(DataProducer {
             topics: Mutex::new(HashMap::new()),
             _reports: reports,
