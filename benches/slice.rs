@@ -119,10 +119,9 @@ const TIME_BIN: &str = "/usr/bin/time";
 
 /// The task's settings, copied from `src/connectors/source/clients.rs` (CONSUMER_FORCED,
 /// CONSUMER_DEFAULTS, PRODUCER_DEFAULTS, the prefetch budget) so the baseline pipe runs with
-/// the same ones, except the producer's ordering: the pipe keeps Connect's one request in
-/// flight, the cheapest on loopback, while a slice's data producer is idempotent with five in
-/// flight (ORDERING_DEFAULTS, for targets a round trip away), so the ratios show what that
-/// costs on loopback. `MIRRORSLICE_BENCH_PRODUCER` gives both the same ordering. The pipe
+/// the same ones: those of a one-task slice, which the pipe is. (Several tasks share an
+/// idempotent producer with five requests in flight, SHARED_PRODUCER_DEFAULTS; the pipe with
+/// it measured as fast as without: `MIRRORSLICE_BENCH_PRODUCER` gives it to both.) The pipe
 /// reads one queue, so the task's whole budget (2 MiB) bounds it; with
 /// `MIRRORSLICE_BENCH_PIPE_PARTITION_QUEUES=1` each partition gets the task's share instead.
 const PIPE_CONSUMER: &[(&str, &str)] = &[
