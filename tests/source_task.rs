@@ -480,7 +480,7 @@ async fn a_failed_commit_counts_nothing_and_fails_the_task() {
     }
 }
 
-// A target that refuses the idempotent producer (CLUSTER_AUTHORIZATION_FAILED on
+// A target that refuses an idempotent producer (CLUSTER_AUTHORIZATION_FAILED on
 // InitProducerId: a cluster with ACLs older than Kafka 2.8 without IDEMPOTENT_WRITE) makes
 // librdkafka raise a fatal error and purge the producer's queue. Those purged records are not
 // a slice's own purge at its end: the task fails, naming the cause, and commits nothing.
@@ -500,7 +500,12 @@ async fn a_target_that_refuses_the_idempotent_producer_fails_the_task() {
     target.request_errors(RDKafkaApiKey::InitProducerId, &refused);
 
     let mut s = spec(&source, &remote, 1, &BTreeMap::new());
-    s.producer = props(&[("bootstrap.servers", &target.bootstrap_servers())]);
+    // Idempotent as the shared producer of several tasks is (and as a user may choose).
+    let bootstrap = target.bootstrap_servers();
+    s.producer = props(&[
+        ("bootstrap.servers", &bootstrap),
+        ("enable.idempotence", "true"),
+    ]);
     s.stop_at = Instant::now() + Duration::from_secs(10);
     s.flush_deadline = s.stop_at + Duration::from_secs(5);
     let (outcome, hooks) = tokio::task::spawn_blocking(move || {
