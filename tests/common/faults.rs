@@ -47,7 +47,8 @@ fn kafka_ports() -> u16 {
         .ok()
         .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
         .unwrap_or(32768);
-    let (low, high) = (20_000u16, ephemeral.min(29_000) - 1);
+    // A machine whose ephemeral range starts low still gets 1,000 ports to choose from.
+    let (low, high) = (20_000u16, ephemeral.clamp(21_000, 29_000) - 1);
     for _ in 0..1_000 {
         let random = std::collections::hash_map::RandomState::new()
             .build_hasher()

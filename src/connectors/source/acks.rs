@@ -213,7 +213,9 @@ impl CopyContext {
     /// The producer's fatal error, once librdkafka raised one: the producer is unusable (e.g.
     /// the target refused its idempotent producer ID: CLUSTER_AUTHORIZATION_FAILED on
     /// InitProducerId without IDEMPOTENT_WRITE before Kafka 2.8) and librdkafka purges its
-    /// queue. It is set before that purge, so every report the purge makes sees it.
+    /// queue. It is set before that purge, so every report the purge makes sees it. (rdkafka's
+    /// `Client::fatal_error` asks the same, but a context cannot reach its client; and the
+    /// error event librdkafka sends for it carries the broker's code, not `_FATAL`.)
     fn fatal_error(&self) -> Option<String> {
         let rk = *self.client.get()? as *mut rdsys::rd_kafka_t;
         let mut reason = [0 as std::ffi::c_char; 512];

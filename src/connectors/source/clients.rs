@@ -93,10 +93,11 @@ const PRODUCER_DEFAULTS: &[(&str, &str)] = &[
 /// (half-full batches, twice the requests). Measured with eight tasks, 1M × 512 B: ~20 % less
 /// wall and CPU time, and no gain with one task on loopback, which keeps Connect's settings
 /// (docs/throughput.md, "one partition per produce request"); against a target 2 ms away one
-/// task copies twice as fast with it too ("a target one round trip away"), not yet its default. At 10 KiB records it costs CPU
-/// instead (1.2-1.3x the pipe's against 1.1x): librdkafka 2.12 keeps one request in flight per
-/// partition when idempotent, and its broker thread polls without waiting while a partition's
-/// next batch is ready behind it ("the idempotent producer's broker thread spins").
+/// task copies twice as fast with it too ("a target one round trip away"), but is not given
+/// it until a record loss seen once in a fault test with it is explained. At 10 KiB records it
+/// costs CPU instead (1.2-1.3x the pipe's against 1.1x): librdkafka 2.12 keeps one request in
+/// flight per partition when idempotent, and its broker thread polls without waiting while a
+/// partition's next batch is ready behind it ("the idempotent producer's broker thread spins").
 const SHARED_PRODUCER_DEFAULTS: &[(&str, &str)] = &[
     ("enable.idempotence", "true"),
     ("max.in.flight.requests.per.connection", "5"),
