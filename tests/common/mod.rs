@@ -776,8 +776,41 @@ pub async fn assert_all_copied(
         .iter()
         .map(|r| (r.partition, r.key.clone().unwrap()))
         .collect();
-    assert_eq!(keys.len(), total, "every record is on the target");
+    assert_eq!(
+        keys.len(),
+        total,
+        "every record is on the target; {}",
+        missing_keyed_records(&got, partitions, total)
+    );
     got.len() - total
+}
+
+/// Which of `total` [`keyed_records`] over `partitions` are not among `got`, each with its
+/// source offset and the target offsets of the copies of its neighbours in the source: enough to
+/// tell a gap at a slice boundary from one inside a produce batch.
+fn missing_keyed_records(got: &[ConsumedRecord], partitions: i32, total: usize) -> String {
+    let mut at: BTreeMap<usize, Vec<i64>> = BTreeMap::new();
+    for r in got {
+        let index = r.key.as_deref().and_then(|k| std::str::from_utf8(k).ok());
+        match index.and_then(|k| k.strip_prefix('k')?.parse().ok()) {
+            Some(i) => at.entry(i).or_default().push(r.offset),
+            None => return format!("{} records, keys not of keyed_records", got.len()),
+        }
+    }
+    let step = partitions as usize;
+    let missing: Vec<usize> = (0..total).filter(|i| !at.contains_key(i)).collect();
+    let describe = |i: &usize| {
+        let before = i.checked_sub(step).and_then(|b| at.get(&b));
+        format!(
+            "k{i} (partition {}, source offset {}; copies of the one before at {before:?}, \
+             of the one after at {:?})",
+            i % step,
+            i / step,
+            at.get(&(i + step))
+        )
+    };
+    let shown: Vec<String> = missing.iter().take(20).map(describe).collect();
+    format!("{} missing: {}", missing.len(), shown.join("; "))
 }
 
 /// `total` records over `partitions` partitions (round robin): keys `k<i>`, 512-byte values,
