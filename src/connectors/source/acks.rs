@@ -78,6 +78,8 @@ pub(super) struct PartitionAcks {
     /// Last upstream offset whose record and all earlier ones were acknowledged.
     pub(super) committable: Option<i64>,
     pub(super) failure: Option<(i64, String)>,
+    /// The target offset of the last record retired as acknowledged, when the broker gave one.
+    last_target_offset: Option<i64>,
     /// Records and bytes retired as acknowledged: what the slice actually replicated.
     pub(super) acked_records: u64,
     pub(super) acked_bytes: u64,
@@ -98,6 +100,9 @@ pub(super) struct AckTracker {
     /// shared producer is purged when any of its tasks loses its lease): each leaves a hole
     /// that no later acknowledgement can commit past.
     pub(super) purged: u64,
+    /// Whether the producer writes each partition in send order (idempotent, or one request
+    /// in flight): then every acknowledgement must land after the one before it.
+    pub(super) ordered: bool,
 }
 
 impl AckTracker {
@@ -155,6 +160,12 @@ impl AckTracker {
             timestamp,
         }) = p.in_flight.front().copied()
         {
+            if let Some(reason) = out_of_order(self.ordered, p.last_target_offset, down) {
+                p.in_flight[0].state = AckState::Failed;
+                p.failure.get_or_insert((up, reason));
+                break;
+            }
+            p.last_target_offset = (down >= 0).then_some(down).or(p.last_target_offset);
             p.in_flight.pop_front();
             p.front_seq = p.front_seq.wrapping_add(1);
             p.committable = Some(up);
@@ -168,6 +179,21 @@ impl AckTracker {
             self.acknowledged.push((idx, up, down));
         }
     }
+}
+
+/// Why an acknowledgement at target offset `down` cannot be right after one at `last`, from a
+/// producer that keeps each partition in send order. A record acknowledged at or before its
+/// predecessor's offset was taken by the broker for a copy of an earlier batch (an idempotent
+/// producer's sequence numbers gone wrong: Kafka answers a duplicate with the first copy's
+/// offsets, and librdkafka counts it delivered): it is not on the target, so the record fails
+/// and nothing is committed past it, instead of a silent gap. `-1` (no offset given) is not
+/// checked.
+fn out_of_order(ordered: bool, last: Option<i64>, down: i64) -> Option<String> {
+    let last = last.filter(|l| ordered && down >= 0 && down <= *l)?;
+    Some(format!(
+        "the target acknowledged the record at offset {down}, not after the previous record's \
+         {last}: it took the record for a duplicate, so the record may not be on the target"
+    ))
 }
 
 /// The data producer's context: the trackers of the tasks it serves, by slot, and the delivery
@@ -315,6 +341,41 @@ mod tests {
         t.completed(0, seq(14), Ok(104));
         assert_eq!(t.partitions[0].committable, Some(11));
         assert_eq!(t.outstanding, 0);
+    }
+
+    #[test]
+    fn an_acknowledgement_at_or_before_its_predecessors_offset_fails_the_record() {
+        let mut t = AckTracker {
+            ordered: true,
+            ..tracker(1)
+        };
+        for up in 10..14 {
+            t.sent(0, up, 1, None);
+        }
+        t.completed(0, 0, Ok(100));
+        t.completed(0, 1, Ok(-1)); // no offset given: nothing to check
+        t.completed(0, 2, Ok(100)); // where record 10 is: taken for a copy of it
+        t.completed(0, 3, Ok(101));
+        let p = &t.partitions[0];
+        assert_eq!(p.committable, Some(11), "never committed past record 12");
+        let (upstream, reason) = p.failure.clone().expect("record 12 failed");
+        assert_eq!(upstream, 12);
+        assert!(
+            reason.contains("offset 100, not after the previous record's 100"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn a_producer_that_may_reorder_is_not_held_to_send_order() {
+        // Without idempotence, several requests in flight may land out of order on retries.
+        let mut t = tracker(1);
+        t.sent(0, 10, 1, None);
+        t.sent(0, 11, 1, None);
+        t.completed(0, 1, Ok(100));
+        t.completed(0, 0, Ok(101));
+        assert_eq!(t.partitions[0].committable, Some(11));
+        assert_eq!(t.partitions[0].failure, None);
     }
 
     #[test]

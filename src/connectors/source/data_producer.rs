@@ -29,12 +29,18 @@ pub struct DataProducer {
     /// Serves delivery reports: the tasks never poll the producer.
     _reports: ReportThread,
     producer: SharedProducer<CopyContext>,
+    /// Idempotent or one request in flight: each partition is written in send order.
+    keeps_order: bool,
 }
 
 impl DataProducer {
     /// Creates the producer `role` with these (Java-named) settings.
     pub fn open(role: &str, props: &Props) -> Result<Self, ClientError> {
         let config = client_config(role, props)?;
+        let keeps_order = config.get("enable.idempotence") == Some("true")
+            || ["max.in.flight.requests.per.connection", "max.in.flight"]
+                .iter()
+                .any(|k| config.get(k) == Some("1"));
         let (reports, producer) = create_producer(role, &config, CopyContext::default())?;
         producer
             .context()
@@ -43,7 +49,13 @@ impl DataProducer {
             topics: Mutex::new(HashMap::new()),
             _reports: reports,
             producer,
+            keeps_order,
         })
+    }
+
+    /// Whether each partition is written in send order (see [`AckTracker::ordered`]).
+    pub(super) fn keeps_order(&self) -> bool {
+        self.keeps_order
     }
 
     /// Drops records not yet delivered: each is reported as purged to its task.
@@ -250,5 +262,30 @@ impl Drop for RecordHeaders {
             // SAFETY: ours, never handed over to librdkafka.
             unsafe { rdsys::rd_kafka_headers_destroy(self.0) }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::clients::producer_props;
+    use super::*;
+
+    fn keeps_order(user: &[(&str, &str)], tasks: usize) -> bool {
+        let mut props: Props = user
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        props.insert("bootstrap.servers".into(), "127.0.0.1:9".into());
+        let producer = DataProducer::open("test", &producer_props(&props, tasks)).unwrap();
+        producer.keeps_order()
+    }
+
+    #[test]
+    fn a_producer_keeps_send_order_when_idempotent_or_with_one_request_in_flight() {
+        assert!(keeps_order(&[], 1), "Connect's: one request in flight");
+        assert!(keeps_order(&[], 8), "idempotent");
+        let five = ("max.in.flight.requests.per.connection", "5");
+        assert!(!keeps_order(&[("enable.idempotence", "false"), five], 1));
+        assert!(keeps_order(&[("enable.idempotence", "true"), five], 1));
     }
 }

@@ -604,6 +604,7 @@ impl CopyLoop {
             .collect();
         let tracker = Arc::new(Mutex::new(AckTracker {
             partitions: (0..runs.len()).map(|_| PartitionAcks::default()).collect(),
+            ordered: producer.keeps_order(),
             ..Default::default()
         }));
         let slot = (producer.register(tracker.clone(), runs.len()))
