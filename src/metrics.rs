@@ -99,8 +99,6 @@ mod tests {
             oldest_record_age_ms: rpo.map(|r| r + 10),
             rpo_ms: rpo,
             source_tasks: 1,
-            source_round_trip_ms: None,
-            target_round_trip_ms: None,
             connector: ConnectorActivity::default(),
             tasks: vec![],
             checkpoints: Default::default(),

@@ -198,11 +198,6 @@ pub struct SliceReport {
     /// Between slices RPO grows with wall time; this is its value when the slice ends.
     pub rpo_ms: Option<i64>,
     pub source_tasks: u32,
-    /// How far the source and the target answered from (a metadata request's round trip on an
-    /// established connection, when the slice started); the replication clients' prefetch
-    /// budget and producer queue are sized for it. `None`: not measured.
-    pub source_round_trip_ms: Option<f64>,
-    pub target_round_trip_ms: Option<f64>,
     pub connector: ConnectorActivity,
     pub tasks: Vec<TaskReport>,
     pub checkpoints: CheckpointActivity,
@@ -338,8 +333,6 @@ mod tests {
             oldest_record_age_ms: None,
             rpo_ms: None,
             source_tasks: tasks.len() as u32,
-            source_round_trip_ms: None,
-            target_round_trip_ms: None,
             connector: ConnectorActivity::default(),
             tasks,
             checkpoints: CheckpointActivity::default(),

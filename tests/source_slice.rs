@@ -82,14 +82,6 @@ async fn byte_exact_copy_then_exact_resume_across_slices() {
     assert_eq!(report["records"], expected.len() as u64);
     assert_eq!(report["caught_up"], true);
     assert_eq!(report["lag"], 0);
-    // Both clusters were probed on loopback: a round trip well under a millisecond's tens
-    // (the budgets stay loopback's).
-    for side in ["source_round_trip_ms", "target_round_trip_ms"] {
-        let rtt = report[side]
-            .as_f64()
-            .unwrap_or_else(|| panic!("{side}: {report:#}"));
-        assert!(rtt > 0.0 && rtt < 50.0, "{side} = {rtt}");
-    }
     let created = report["connector"]["created_topics"].as_array().unwrap();
     assert!(created
         .iter()

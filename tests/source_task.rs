@@ -7,8 +7,8 @@ use common::faults::{PrivateServer, Watermarks};
 use common::TestRecord;
 use mirrorslice::config::Props;
 use mirrorslice::connectors::source::task::{
-    run_source_task, run_source_task_on, GapPolicy, Sizing, SliceClients, SourceTaskSpec,
-    TaskError, TaskHooks, TaskOutcome, TopicPartition,
+    run_source_task, run_source_task_on, GapPolicy, SliceClients, SourceTaskSpec, TaskError,
+    TaskHooks, TaskOutcome, TopicPartition,
 };
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -593,7 +593,7 @@ async fn a_purge_of_the_shared_producer_is_never_committed_past() {
         "A->B|shared",
         &lost.consumer,
         &lost.producer,
-        &Sizing::near(2),
+        2,
         lost.offset_syncs.as_ref(),
     )
     .unwrap();

@@ -25,19 +25,11 @@ use crate::config::Props;
 /// How long each metadata request waits before the error callback is looked at again.
 const STEP: Duration = Duration::from_millis(100);
 
-/// How long the probe waits for its round-trip measurement; a cluster further away than this
-/// gets none, and the slice its loopback-sized buffers.
-const ROUND_TRIP_LIMIT: Duration = Duration::from_secs(1);
-
 /// What a probe found, when nothing was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Probe {
-    /// The cluster answered with this many brokers; a second request on the connection the
-    /// first one made took `round_trip` (`None`: it got no answer in time).
-    Answered {
-        brokers: usize,
-        round_trip: Option<Duration>,
-    },
+    /// The cluster answered with this many brokers.
+    Answered { brokers: usize },
     /// Nothing answered within the limit; the last connection error, if one was reported.
     Silent { last_error: Option<String> },
 }
@@ -281,7 +273,7 @@ pub async fn require_answer(
     limit: Duration,
 ) -> Result<usize, ClientError> {
     match probe(cluster, what, role, java, limit).await? {
-        Probe::Answered { brokers, .. } => Ok(brokers),
+        Probe::Answered { brokers } => Ok(brokers),
         Probe::Silent { last_error } => {
             let last_error = last_error.as_deref();
             let cause = last_error.unwrap_or("no connection error was reported");
@@ -307,29 +299,9 @@ fn watch(producer: &BaseProducer<ProbeContext>, limit: Duration) -> Result<Probe
             return Ok(Probe::Silent { last_error });
         }
         if let Some(brokers) = brokers(producer, left.min(STEP)) {
-            let round_trip = round_trip(producer, limit.saturating_sub(started.elapsed()));
-            return Ok(Probe::Answered {
-                brokers,
-                round_trip,
-            });
+            return Ok(Probe::Answered { brokers });
         }
     }
-}
-
-/// How long a brokers-only metadata request takes once the first was answered, the shorter of
-/// two: one network round trip and a broker's quickest answer. The first request's time
-/// includes the connection's set-up (TCP, API versions, TLS, SASL), and so may the second's,
-/// when the first answer names the broker under another address than the bootstrap one (a new
-/// connection; librdkafka's mock cluster: 51 ms on loopback, then 0.2 ms). The slice sizes its
-/// buffers by it.
-fn round_trip(producer: &BaseProducer<ProbeContext>, limit: Duration) -> Option<Duration> {
-    let limit = limit.min(ROUND_TRIP_LIMIT);
-    (0..2)
-        .filter_map(|_| {
-            let started = Instant::now();
-            brokers(producer, limit).map(|_| started.elapsed())
-        })
-        .min()
 }
 
 /// One metadata request for no topics (`all_topics` 0, no topic handle: brokers only), which
@@ -362,37 +334,6 @@ fn brokers(producer: &BaseProducer<ProbeContext>, timeout: Duration) -> Option<u
 mod tests {
     use super::*;
     use crate::config::props_of;
-    use rdkafka::mocking::MockCluster;
-
-    /// Probes a librdkafka mock cluster whose broker answers `rtt` late.
-    fn probed_round_trip(rtt: Duration) -> Option<Duration> {
-        let cluster = MockCluster::new(1).unwrap();
-        cluster.broker_round_trip_time(1, rtt).unwrap();
-        let producer: BaseProducer<ProbeContext> = rdkafka::ClientConfig::new()
-            .set("bootstrap.servers", cluster.bootstrap_servers())
-            .create_with_context(ProbeContext::default())
-            .unwrap();
-        match watch(&producer, Duration::from_secs(10)) {
-            Ok(Probe::Answered {
-                brokers,
-                round_trip,
-            }) => {
-                assert_eq!(brokers, 1);
-                round_trip
-            }
-            other => panic!("the mock cluster did not answer: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn a_probe_measures_the_round_trip_of_an_established_connection() {
-        let far = probed_round_trip(Duration::from_millis(80)).expect("measured");
-        assert!(far >= Duration::from_millis(80), "{far:?}");
-        // One round trip, not the connection's set-up (several requests, each 80 ms late).
-        assert!(far < Duration::from_millis(160), "{far:?}");
-        let near = probed_round_trip(Duration::ZERO).expect("measured");
-        assert!(near < Duration::from_millis(40), "{near:?}");
-    }
 
     #[test]
     fn clients_that_connect_alike_are_probed_once_and_others_by_name() {

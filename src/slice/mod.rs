@@ -98,8 +98,6 @@ fn empty_report(
         oldest_record_age_ms: None,
         rpo_ms: None,
         source_tasks: 0,
-        source_round_trip_ms: None,
-        target_round_trip_ms: None,
         connector: ConnectorActivity::default(),
         tasks: Vec::new(),
         checkpoints: Default::default(),
@@ -220,17 +218,13 @@ pub async fn run_slice(
         "state prefetched"
     );
 
-    let round_trips = refuse_rejected_clusters(pair, probes).await?;
+    refuse_rejected_clusters(pair, probes).await?;
     refuse_beside_java_workers(pair, java_check).await?;
     tracing::debug!(
         elapsed_ms = started.elapsed().as_millis() as u64,
         "no Java MirrorMaker 2 worker in the flow's Connect group"
     );
     let mut report = empty_report(&flow, &env.owner, started_at, settings.lambda_memory_mb);
-    let source_round_trip = round_trips.get(&pair.source).copied();
-    let target_round_trip = round_trips.get(&pair.target).copied();
-    report.source_round_trip_ms = source_round_trip.map(as_ms);
-    report.target_round_trip_ms = target_round_trip.map(as_ms);
 
     // Heartbeats run beside everything else, in every pair, even a disabled one (§1.3, §9).
     let (heartbeats_stop, stop_rx) = tokio::sync::watch::channel(false);
@@ -254,8 +248,6 @@ pub async fn run_slice(
             configs: &configs,
             stop_at,
             deadline: source_deadline,
-            source_round_trip,
-            target_round_trip,
         };
         let copied = source.run(&mut report).await;
         match copied {
@@ -372,25 +364,14 @@ pub(crate) fn client_connections(configs: &PairConfigs) -> Vec<(String, Connecti
 
 /// Stops the slice at once when a cluster refused our credentials or certificates. A cluster
 /// that did not answer is left to the calls that need it: they wait within the deadline.
-/// Returns each cluster's round trip, the shortest its probes measured.
 async fn refuse_rejected_clusters(
     pair: &SourceAndTarget,
     mut probes: tokio::task::JoinSet<(String, Result<Probe, ClientError>)>,
-) -> Result<BTreeMap<String, Duration>, SliceError> {
-    let mut round_trips = BTreeMap::<String, Duration>::new();
+) -> Result<(), SliceError> {
     while let Some(joined) = probes.join_next().await {
         let (alias, found) = joined.map_err(|e| setup(pair, e))?;
         match found {
-            Ok(Probe::Answered {
-                brokers,
-                round_trip,
-            }) => {
-                tracing::debug!(cluster = alias, brokers, ?round_trip, "probed");
-                if let Some(rtt) = round_trip {
-                    let shortest = round_trips.entry(alias).or_insert(rtt);
-                    *shortest = (*shortest).min(rtt);
-                }
-            }
+            Ok(Probe::Answered { brokers }) => tracing::debug!(cluster = alias, brokers, "probed"),
             Ok(Probe::Silent { last_error }) => {
                 tracing::warn!(cluster = alias, ?last_error, "cluster not answering yet")
             }
@@ -400,12 +381,7 @@ async fn refuse_rejected_clusters(
             }
         }
     }
-    Ok(round_trips)
-}
-
-/// A round trip in milliseconds, to the microsecond.
-fn as_ms(round_trip: Duration) -> f64 {
-    (round_trip.as_secs_f64() * 1e6).round() / 1e3
+    Ok(())
 }
 
 /// Stops the slice before it writes anything while Java workers run the same flow. When the

@@ -18,9 +18,7 @@ use crate::connectors::source::connector::{
     run_source_connector_phase, ConnectorPhaseOutcome, SyncRun,
 };
 use crate::connectors::source::copier::SliceCopier;
-use crate::connectors::source::task::{
-    ActiveTask, Sizing, SliceClients, SourceTaskSpec, TaskOutcome,
-};
+use crate::connectors::source::task::{ActiveTask, SliceClients, SourceTaskSpec, TaskOutcome};
 use crate::lease::{
     connector_key, task_key, HeldLease, LeaseError, LeaseInfo, LeaseStore, LeaseTiming,
 };
@@ -43,10 +41,6 @@ pub(super) struct SourceSlice<'a> {
     pub stop_at: Instant,
     /// Tasks have flushed and committed by this instant.
     pub deadline: Instant,
-    /// How far the source and the target are (the probes' round trips): the shared clients'
-    /// budgets are sized for it.
-    pub source_round_trip: Option<Duration>,
-    pub target_round_trip: Option<Duration>,
 }
 
 /// The Connect worker's own client settings (§2.4), for internal topics and data producers.
@@ -408,15 +402,10 @@ impl SourceSlice<'_> {
         let queues = (won.iter())
             .filter(|t| !outcome.task_partitions[t.id as usize].is_empty())
             .count();
-        let sizing = Sizing {
-            queues,
-            source_round_trip: self.source_round_trip,
-            target_round_trip: self.target_round_trip,
-        };
         let owner = format!("{}|{CONNECTOR}", self.flow());
         let opened = tokio::task::spawn_blocking(move || {
             let syncs = offset_syncs.as_ref();
-            let clients = SliceClients::open(&owner, &consumer, &producer, &sizing, syncs);
+            let clients = SliceClients::open(&owner, &consumer, &producer, queues, syncs);
             let clients = clients.map_err(|e| e.to_string())?;
             SliceCopier::start("slice-copier", clients)
                 .map_err(|e| format!("starting the slice's copy thread: {e}"))

@@ -3,54 +3,7 @@
 //! slice's memory is what an invocation is sized and billed by: with one consumer and one
 //! producer per slice, the budgets below hold whatever the number of tasks.
 
-use std::time::Duration;
-
 use crate::config::Props;
-
-/// What the slice's client budgets are sized for: the task queues that read (each gets its
-/// share of the prefetch budget), and how far each cluster is, as the slice's probe measured it
-/// (`None`: not measured, the budgets loopback needs).
-#[derive(Debug, Clone, Copy)]
-pub struct Sizing {
-    pub queues: usize,
-    pub source_round_trip: Option<Duration>,
-    pub target_round_trip: Option<Duration>,
-}
-
-impl Sizing {
-    /// `queues` queues, the clusters' distance not measured.
-    pub fn near(queues: usize) -> Self {
-        Sizing {
-            queues,
-            source_round_trip: None,
-            target_round_trip: None,
-        }
-    }
-}
-
-/// How much budget a millisecond of round trip asks for, beyond [`NEAR_ROUND_TRIP`]. Each
-/// fetch and each produce request carries at most the budget's worth per round trip, so a
-/// distant cluster needs more of it in flight: measured at 20 ms on 0.58 of a core
-/// (docs/throughput.md), one task's 2 MiB prefetch took 30 s for 2 GB, 16 MiB 14.5 s and
-/// 64 MiB 12 s; the 4 MiB producer queue 40 s, 16 MiB 37 s and 64 MiB 30 s (eight tasks 26,
-/// 16 and 15 s). 3.5 MiB per millisecond reaches the caps below at about 10 and 20 ms.
-const BUDGET_KB_PER_MS: u128 = 3584;
-/// Round trips up to this keep the loopback budgets: at 2 ms a 16 MiB producer queue was no
-/// faster than 4 MiB, and a broker's metadata answer alone takes ~1 ms on a loaded host
-/// (loopback measured 0.8–1.7 ms), which must not cost loopback its memory.
-const NEAR_ROUND_TRIP: Duration = Duration::from_millis(2);
-/// The prefetch budget's cap: 32 MiB of fetched (possibly compressed) batches, which
-/// librdkafka decompresses whole.
-const SLICE_PREFETCH_MAX_KB: usize = 32 * 1024;
-/// The producer queue's cap: 64 MiB, twice Java's `buffer.memory` default.
-const SLICE_PRODUCER_QUEUE_MAX_KB: usize = 64 * 1024;
-
-/// `base_kb` stretched to a cluster `round_trip` away, at most `max_kb`.
-fn stretched_kb(base_kb: usize, round_trip: Option<Duration>, max_kb: usize) -> usize {
-    let beyond = round_trip.map_or(Duration::ZERO, |rtt| rtt.saturating_sub(NEAR_ROUND_TRIP));
-    let extra = usize::try_from(beyond.as_micros() * BUDGET_KB_PER_MS / 1000).unwrap_or(max_kb);
-    base_kb.saturating_add(extra).min(max_kb.max(base_kb))
-}
 
 /// Settings we choose unless the user set them: bounded memory, ordered idempotent delivery.
 fn with_defaults(mut props: Props, defaults: &[(&str, &str)]) -> Props {
@@ -153,9 +106,9 @@ const IN_FLIGHT_NAMES: &[&str] = &["max.in.flight.requests.per.connection", "max
 
 /// The data producer's settings: the user's (`producer`), then [`ORDERING_DEFAULTS`] unless
 /// the user chose the ordering ([`CONNECT_ORDERING`] for what they left unset), then
-/// [`PRODUCER_DEFAULTS`], then the slice's queue budget, stretched to the target's
-/// `round_trip`, unless the user sized the queue (`buffer.memory` or librdkafka's key).
-pub fn producer_props(producer: &Props, round_trip: Option<Duration>) -> Props {
+/// [`PRODUCER_DEFAULTS`], then the slice's queue budget unless the user sized the queue
+/// (`buffer.memory` or librdkafka's key).
+pub fn producer_props(producer: &Props) -> Props {
     let set = |names: &[&str]| names.iter().any(|k| user_set(producer, k));
     let (idempotence_set, in_flight_set) = (set(IDEMPOTENCE_NAMES), set(IN_FLIGHT_NAMES));
     let ordering = if idempotence_set || in_flight_set {
@@ -180,12 +133,13 @@ pub fn producer_props(producer: &Props, round_trip: Option<Duration>) -> Props {
     let sized = ["buffer.memory", "queue.buffering.max.kbytes"]
         .iter()
         .any(|k| user_set(&props, k));
-    let base_kb = SLICE_PRODUCER_QUEUE_KB;
-    let queue_kb = stretched_kb(base_kb, round_trip, SLICE_PRODUCER_QUEUE_MAX_KB);
     if !sized {
-        props.insert("queue.buffering.max.kbytes".into(), queue_kb.to_string());
+        props.insert(
+            "queue.buffering.max.kbytes".into(),
+            SLICE_PRODUCER_QUEUE_KB.to_string(),
+        );
     }
-    let records = SLICE_PRODUCER_QUEUE_RECORDS * queue_kb / base_kb;
+    let records = SLICE_PRODUCER_QUEUE_RECORDS;
     librdkafka_default(&mut props, "queue.buffering.max.messages", records);
     props
 }
@@ -223,18 +177,14 @@ fn librdkafka_default(props: &mut Props, key: &str, value: usize) {
 }
 
 /// The replication consumer's settings: the user's (`consumer`), then [`CONSUMER_DEFAULTS`],
-/// each of the slice's queues its share of the prefetch budget (stretched to the source's
-/// round trip) unless the user sized it, and the settings the copy loop relies on
-/// ([`CONSUMER_FORCED`], no silent reset, a group id).
-pub(super) fn consumer_props(consumer: &Props, sizing: &Sizing) -> Props {
+/// each of the slice's `queues` its share of the prefetch budget unless the user sized it,
+/// and the settings the copy loop relies on ([`CONSUMER_FORCED`], no silent reset, a group id).
+pub(super) fn consumer_props(consumer: &Props, queues: usize) -> Props {
     let mut props = with_defaults(consumer.clone(), CONSUMER_DEFAULTS);
-    let queues = sizing.queues.max(1);
-    let (base_kb, round_trip) = (SLICE_PREFETCH_BUDGET_KB, sizing.source_round_trip);
-    let budget_kb = stretched_kb(base_kb, round_trip, SLICE_PREFETCH_MAX_KB);
-    let per_queue_kb = (budget_kb / queues).max(CONSUMER_PREFETCH_MIN_KB);
+    let queues = queues.max(1);
+    let per_queue_kb = (SLICE_PREFETCH_BUDGET_KB / queues).max(CONSUMER_PREFETCH_MIN_KB);
     librdkafka_default(&mut props, "queued.max.messages.kbytes", per_queue_kb);
-    let records = SLICE_PREFETCH_RECORDS * budget_kb / base_kb;
-    let per_queue_records = (records / queues).max(CONSUMER_PREFETCH_MIN_RECORDS);
+    let per_queue_records = (SLICE_PREFETCH_RECORDS / queues).max(CONSUMER_PREFETCH_MIN_RECORDS);
     librdkafka_default(&mut props, "queued.min.messages", per_queue_records);
     default_partition_fetch(&mut props, per_queue_kb);
     for (k, v) in CONSUMER_FORCED {
@@ -268,17 +218,17 @@ mod tests {
 
     #[test]
     fn the_prefetch_budget_is_split_across_queues_in_bytes_and_records() {
-        let one = consumer_props(&Props::new(), &Sizing::near(1));
+        let one = consumer_props(&Props::new(), 1);
         assert_eq!(one["rdkafka.queued.max.messages.kbytes"], "2048");
         assert_eq!(one["rdkafka.queued.min.messages"], "4096");
-        let eight = consumer_props(&Props::new(), &Sizing::near(8));
+        let eight = consumer_props(&Props::new(), 8);
         assert_eq!(eight["rdkafka.queued.max.messages.kbytes"], "256");
         assert_eq!(eight["rdkafka.queued.min.messages"], "512");
         // A user's setting wins, by either name.
         let mut user = Props::new();
         user.insert("rdkafka.queued.min.messages".into(), "100000".into());
         user.insert("queued.max.messages.kbytes".into(), "65536".into());
-        let sized = consumer_props(&user, &Sizing::near(1));
+        let sized = consumer_props(&user, 1);
         assert_eq!(sized["rdkafka.queued.min.messages"], "100000");
         assert!(!sized.contains_key("rdkafka.queued.max.messages.kbytes"));
     }
@@ -290,7 +240,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect();
-            consumer_props(&props, &Sizing::near(tasks))
+            consumer_props(&props, tasks)
                 .get("max.partition.fetch.bytes")
                 .cloned()
         };
@@ -311,10 +261,7 @@ mod tests {
         let librdkafka_name = [("rdkafka.fetch.message.max.bytes", "65536")];
         assert_eq!(fetch(&librdkafka_name, 8), None);
         // librdkafka accepts the Java name (its alias), so it reaches the client unchanged.
-        let translated = crate::kafka::client_config::translate(&consumer_props(
-            &Props::new(),
-            &Sizing::near(8),
-        ));
+        let translated = crate::kafka::client_config::translate(&consumer_props(&Props::new(), 8));
         assert_eq!(
             translated.unwrap().settings["max.partition.fetch.bytes"],
             "262144"
@@ -322,57 +269,8 @@ mod tests {
     }
 
     #[test]
-    fn budgets_stretch_with_the_clusters_round_trip_up_to_their_caps() {
-        let queue = |rtt_us: Option<u64>| {
-            let props = producer_props(&Props::new(), rtt_us.map(Duration::from_micros));
-            (
-                props["queue.buffering.max.kbytes"].clone(),
-                props["rdkafka.queue.buffering.max.messages"].clone(),
-            )
-        };
-        let near = ("4096".to_string(), "16384".to_string());
-        assert_eq!(queue(None), near);
-        assert_eq!(queue(Some(300)), near, "a zone away: loopback's budget");
-        assert_eq!(queue(Some(2_000)), near);
-        assert_eq!(queue(Some(5_000)), ("14848".into(), "59392".into()));
-        assert_eq!(queue(Some(20_000)), ("65536".into(), "262144".into()));
-        assert_eq!(queue(Some(900_000)).0, "65536", "capped");
-        let mut user = Props::new();
-        user.insert("buffer.memory".into(), "1048576".into());
-        let sized = producer_props(&user, Some(Duration::from_millis(20)));
-        assert!(!sized.contains_key("queue.buffering.max.kbytes"));
-
-        let prefetch = |queues: usize, rtt_ms: u64| {
-            let sizing = Sizing {
-                queues,
-                source_round_trip: Some(Duration::from_millis(rtt_ms)),
-                target_round_trip: None,
-            };
-            let props = consumer_props(&Props::new(), &sizing);
-            let kb = &props["rdkafka.queued.max.messages.kbytes"];
-            let records = &props["rdkafka.queued.min.messages"];
-            (
-                kb.clone(),
-                records.clone(),
-                props["max.partition.fetch.bytes"].clone(),
-            )
-        };
-        let one_near = ("2048".into(), "4096".into(), "1048576".into());
-        assert_eq!(prefetch(1, 0), one_near);
-        assert_eq!(
-            prefetch(1, 20),
-            ("32768".into(), "65536".into(), "1048576".into())
-        );
-        assert_eq!(
-            prefetch(8, 20),
-            ("4096".into(), "8192".into(), "1048576".into())
-        );
-        assert_eq!(prefetch(8, 0).0, "256");
-    }
-
-    #[test]
     fn the_data_producer_is_idempotent_unless_the_user_chose_the_ordering() {
-        let default = producer_props(&Props::new(), None);
+        let default = producer_props(&Props::new());
         assert_eq!(default["enable.idempotence"], "true");
         assert_eq!(default["max.in.flight.requests.per.connection"], "5");
         assert_eq!(default["acks"], "all");
@@ -384,7 +282,7 @@ mod tests {
         ] {
             let mut user = Props::new();
             user.insert(key.into(), "1".into());
-            let chosen = producer_props(&user, None);
+            let chosen = producer_props(&user);
             assert_ne!(
                 chosen.get("enable.idempotence").map(String::as_str),
                 Some("true"),
@@ -404,7 +302,7 @@ mod tests {
     fn a_setting_given_by_its_librdkafka_alias_gets_no_second_name() {
         let mut user = Props::new();
         user.insert("rdkafka.max.in.flight".into(), "3".into());
-        let props = producer_props(&user, None);
+        let props = producer_props(&user);
         assert_eq!(props["rdkafka.max.in.flight"], "3");
         assert!(!props.contains_key("max.in.flight.requests.per.connection"));
         assert_eq!(props["enable.idempotence"], "false");
@@ -412,13 +310,13 @@ mod tests {
 
     #[test]
     fn the_producer_queue_is_bounded_in_bytes_and_records_unless_sized() {
-        let props = producer_props(&Props::new(), None);
+        let props = producer_props(&Props::new());
         assert_eq!(props["queue.buffering.max.kbytes"], "4096");
         assert_eq!(props["rdkafka.queue.buffering.max.messages"], "16384");
         let mut user = Props::new();
         user.insert("buffer.memory".into(), "1048576".into());
         user.insert("queue.buffering.max.messages".into(), "1000".into());
-        let sized = producer_props(&user, None);
+        let sized = producer_props(&user);
         assert!(!sized.contains_key("queue.buffering.max.kbytes"));
         assert!(!sized.contains_key("rdkafka.queue.buffering.max.messages"));
     }

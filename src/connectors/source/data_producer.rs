@@ -276,7 +276,7 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         props.insert("bootstrap.servers".into(), "127.0.0.1:9".into());
-        let producer = DataProducer::open("test", &producer_props(&props, None)).unwrap();
+        let producer = DataProducer::open("test", &producer_props(&props)).unwrap();
         producer.keeps_order()
     }
 

@@ -8,7 +8,7 @@
 //! out of the assignment again. So sharing changes neither per-partition order nor fencing:
 //! each task checks its own lease before every batch it forwards.
 
-use super::clients::{consumer_props, Sizing};
+use super::clients::consumer_props;
 use crate::config::Props;
 use crate::kafka::{client_config, close_consumer, ClientError, Managed, MirrorContext};
 use rdkafka::consumer::BaseConsumer;
@@ -22,8 +22,8 @@ pub struct ReplicationConsumer {
 impl ReplicationConsumer {
     /// Creates the consumer `role` with these (Java-named) settings, for tasks that read
     /// `tasks` tasks (the prefetch budget is split across their queues).
-    pub fn open(role: &str, props: &Props, sizing: &Sizing) -> Result<Self, ClientError> {
-        let config = client_config(role, &consumer_props(props, sizing))?;
+    pub fn open(role: &str, props: &Props, tasks: usize) -> Result<Self, ClientError> {
+        let config = client_config(role, &consumer_props(props, tasks))?;
         let consumer: Managed<BaseConsumer<MirrorContext>> =
             crate::kafka::create(role, &config, MirrorContext)?;
         Ok(ReplicationConsumer {

@@ -39,7 +39,7 @@
 //! [`GapPolicy::Skip`] the partition jumps to the log start and the gap is still reported.
 
 use super::acks::{AckTracker, PartitionAcks};
-pub use super::clients::{producer_props, Sizing};
+pub use super::clients::producer_props;
 pub use super::data_producer::DataProducer;
 use super::data_producer::{RecordHeaders, TaskSlot, TopicHandle};
 use super::offset_sync_sender::{OffsetSyncProducer, OffsetSyncSender};
@@ -236,8 +236,7 @@ impl TaskOutcome {
 /// own. Blocking: call it from a blocking thread.
 pub fn run_source_task(spec: &SourceTaskSpec, hooks: &mut dyn TaskHooks) -> TaskOutcome {
     let syncs = spec.offset_syncs.as_ref();
-    let (near, name) = (Sizing::near(1), &spec.name);
-    match SliceClients::open(name, &spec.consumer, &spec.producer, &near, syncs) {
+    match SliceClients::open(&spec.name, &spec.consumer, &spec.producer, 1, syncs) {
         Ok(clients) => run_source_task_on(spec, &Arc::new(clients), hooks),
         Err(e) => TaskOutcome::empty(Some(TaskError::Client(Box::new(e)).to_string())),
     }
@@ -253,23 +252,19 @@ pub struct SliceClients {
 
 impl SliceClients {
     /// Opens them, named after `owner` (e.g. the flow and connector); `consumer` and
-    /// `producer` are the Java-named settings, `sizing` what their budgets are for (how many
-    /// task queues, how far the clusters are), and `offset_syncs` the offset-sync producer's
-    /// settings and topic.
+    /// `producer` are the Java-named settings, `tasks` how many tasks share them, and
+    /// `offset_syncs` the offset-sync producer's settings and topic.
     pub fn open(
         owner: &str,
         consumer: &Props,
         producer: &Props,
-        sizing: &Sizing,
+        tasks: usize,
         offset_syncs: Option<&(Props, String)>,
     ) -> Result<Self, ClientError> {
         let role = format!("{owner}|replication-consumer");
-        let consumer = ReplicationConsumer::open(&role, consumer, sizing)?;
+        let consumer = ReplicationConsumer::open(&role, consumer, tasks)?;
         let role = format!("{owner}|replication-producer");
-        let producer = Arc::new(DataProducer::open(
-            &role,
-            &producer_props(producer, sizing.target_round_trip),
-        )?);
+        let producer = Arc::new(DataProducer::open(&role, &producer_props(producer))?);
         let role = format!("{owner}|offset-syncs-producer");
         let offset_syncs = offset_syncs
             .map(|(props, topic)| OffsetSyncProducer::open(&role, props, topic).map(Arc::new))
