@@ -77,59 +77,48 @@ const SLICE_PRODUCER_QUEUE_KB: usize = 4 * 1024;
 /// 100000), for the same reason: it binds only records under 256 B. Half of it measured slower.
 const SLICE_PRODUCER_QUEUE_RECORDS: usize = 16 * 1024;
 /// Producer defaults, used unless the user set the key (`<target>.producer.*`).
-const PRODUCER_DEFAULTS: &[(&str, &str)] = &[("acks", "all"), ("linger.ms", "5")];
-/// The data producer's ordering unless the user chose it: idempotent, five requests in flight,
-/// order per partition kept by sequence numbers (KIP-98) instead of Connect's one request in
-/// flight. librdkafka sends one partition per produce request, so one request in flight waits
-/// a round trip per batch of one partition; idempotent, it keeps one in flight per partition.
-/// Against a target 2 ms away one task copied 2.2x as fast, at 20 ms 1.8-2.4x (also with a
-/// 1024 MB Lambda function's share of a core); on loopback eight tasks ~20 % less wall and CPU
-/// time at 512 B (docs/throughput.md, "a target one round trip away"). Its price: at 10 KiB on
-/// loopback one task spends 1.5x the pipe's CPU per GB instead of ~1x, because librdkafka
-/// 2.12's broker thread polls without waiting while a partition's next batch is ready behind
-/// it ("the idempotent producer's broker thread spins").
-const ORDERING_DEFAULTS: &[(&str, &str)] = &[
+const PRODUCER_DEFAULTS: &[(&str, &str)] = &[
+    // Connect's defaults for a source task's producer (mm2-compat §2.4): order per partition
+    // from a single request in flight.
+    ("acks", "all"),
+    ("enable.idempotence", "false"),
+    ("max.in.flight.requests.per.connection", "1"),
+    ("linger.ms", "5"),
+];
+/// The data producer of a slice with several tasks, unless the user chose idempotence or the
+/// requests in flight: idempotent, five requests in flight, order per partition kept by
+/// sequence numbers (KIP-98). librdkafka sends one partition per produce request, so one
+/// request in flight serialises partitions; one task hands the producer long runs of one
+/// partition (full batches), several tasks hand it all their partitions a little at a time
+/// (half-full batches, twice the requests). Measured with eight tasks, 1M × 512 B: ~20 % less
+/// wall and CPU time, and no gain with one task on loopback, which keeps Connect's settings
+/// (docs/throughput.md, "one partition per produce request"); against a target 2 ms away one
+/// task copies twice as fast with it too ("a target one round trip away"), but is not given
+/// it until a record loss seen once in a fault test with it is explained. At 10 KiB records it
+/// costs CPU instead (1.2-1.3x the pipe's against 1.1x): librdkafka 2.12 keeps one request in
+/// flight per partition when idempotent, and its broker thread polls without waiting while a
+/// partition's next batch is ready behind it ("the idempotent producer's broker thread spins").
+const SHARED_PRODUCER_DEFAULTS: &[(&str, &str)] = &[
     ("enable.idempotence", "true"),
     ("max.in.flight.requests.per.connection", "5"),
 ];
-/// Connect's ordering for a source task's producer (mm2-compat §2.4), for the key the user left
-/// unset when they set the other: no idempotence, order per partition from a single request in
-/// flight.
-const CONNECT_ORDERING: &[(&str, &str)] = &[
-    ("enable.idempotence", "false"),
-    ("max.in.flight.requests.per.connection", "1"),
+/// Keys by which a user chooses the producer's ordering (Java and librdkafka names).
+const ORDERING_KEYS: &[&str] = &[
+    "enable.idempotence",
+    "max.in.flight.requests.per.connection",
+    "max.in.flight",
 ];
-/// The names of the two ordering settings, Java's first, then librdkafka's alias: a user sets
-/// either by any of its names.
-const IDEMPOTENCE_NAMES: &[&str] = &["enable.idempotence"];
-const IN_FLIGHT_NAMES: &[&str] = &["max.in.flight.requests.per.connection", "max.in.flight"];
 
-/// The data producer's settings: the user's (`producer`), then [`ORDERING_DEFAULTS`] unless
-/// the user chose the ordering ([`CONNECT_ORDERING`] for what they left unset), then
-/// [`PRODUCER_DEFAULTS`], then the slice's queue budget unless the user sized the queue
-/// (`buffer.memory` or librdkafka's key).
-pub fn producer_props(producer: &Props) -> Props {
-    let set = |names: &[&str]| names.iter().any(|k| user_set(producer, k));
-    let (idempotence_set, in_flight_set) = (set(IDEMPOTENCE_NAMES), set(IN_FLIGHT_NAMES));
-    let ordering = if idempotence_set || in_flight_set {
-        CONNECT_ORDERING
-    } else {
-        ORDERING_DEFAULTS
-    };
+/// The data producer's settings for a slice of `tasks` tasks: the user's (`producer`), then
+/// [`SHARED_PRODUCER_DEFAULTS`] with several tasks, then [`PRODUCER_DEFAULTS`], then the
+/// slice's queue budget unless the user sized the queue (`buffer.memory` or librdkafka's key).
+pub fn producer_props(producer: &Props, tasks: usize) -> Props {
+    let shared = tasks > 1 && !ORDERING_KEYS.iter().any(|k| user_set(producer, k));
     let mut props = producer.clone();
-    // Only the setting the user left unset, under its Java name: a second name for a setting
-    // they gave by its alias would make the two disagree.
-    for (key, value) in ordering {
-        let user_chose = if *key == IDEMPOTENCE_NAMES[0] {
-            idempotence_set
-        } else {
-            in_flight_set
-        };
-        if !user_chose {
-            props.insert((*key).to_string(), (*value).to_string());
-        }
+    if shared {
+        props = with_defaults(props, SHARED_PRODUCER_DEFAULTS);
     }
-    props = with_defaults(props, PRODUCER_DEFAULTS);
+    let mut props = with_defaults(props, PRODUCER_DEFAULTS);
     let sized = ["buffer.memory", "queue.buffering.max.kbytes"]
         .iter()
         .any(|k| user_set(&props, k));
@@ -269,12 +258,15 @@ mod tests {
     }
 
     #[test]
-    fn the_data_producer_is_idempotent_unless_the_user_chose_the_ordering() {
-        let default = producer_props(&Props::new());
-        assert_eq!(default["enable.idempotence"], "true");
-        assert_eq!(default["max.in.flight.requests.per.connection"], "5");
-        assert_eq!(default["acks"], "all");
-        // Either setting, by any of its names, keeps Connect's for the other.
+    fn several_tasks_share_an_idempotent_producer_unless_the_user_chose_the_ordering() {
+        let one = producer_props(&Props::new(), 1);
+        assert_eq!(one["enable.idempotence"], "false");
+        assert_eq!(one["max.in.flight.requests.per.connection"], "1");
+        let eight = producer_props(&Props::new(), 8);
+        assert_eq!(eight["enable.idempotence"], "true");
+        assert_eq!(eight["max.in.flight.requests.per.connection"], "5");
+        assert_eq!(eight["acks"], "all");
+        // Either key, by either name, keeps Connect's settings for the other.
         for key in [
             "max.in.flight.requests.per.connection",
             "rdkafka.max.in.flight",
@@ -282,7 +274,7 @@ mod tests {
         ] {
             let mut user = Props::new();
             user.insert(key.into(), "1".into());
-            let chosen = producer_props(&user);
+            let chosen = producer_props(&user, 8);
             assert_ne!(
                 chosen.get("enable.idempotence").map(String::as_str),
                 Some("true"),
@@ -299,24 +291,14 @@ mod tests {
     }
 
     #[test]
-    fn a_setting_given_by_its_librdkafka_alias_gets_no_second_name() {
-        let mut user = Props::new();
-        user.insert("rdkafka.max.in.flight".into(), "3".into());
-        let props = producer_props(&user);
-        assert_eq!(props["rdkafka.max.in.flight"], "3");
-        assert!(!props.contains_key("max.in.flight.requests.per.connection"));
-        assert_eq!(props["enable.idempotence"], "false");
-    }
-
-    #[test]
     fn the_producer_queue_is_bounded_in_bytes_and_records_unless_sized() {
-        let props = producer_props(&Props::new());
+        let props = producer_props(&Props::new(), 1);
         assert_eq!(props["queue.buffering.max.kbytes"], "4096");
         assert_eq!(props["rdkafka.queue.buffering.max.messages"], "16384");
         let mut user = Props::new();
         user.insert("buffer.memory".into(), "1048576".into());
         user.insert("queue.buffering.max.messages".into(), "1000".into());
-        let sized = producer_props(&user);
+        let sized = producer_props(&user, 1);
         assert!(!sized.contains_key("queue.buffering.max.kbytes"));
         assert!(!sized.contains_key("rdkafka.queue.buffering.max.messages"));
     }

@@ -270,23 +270,22 @@ mod tests {
     use super::super::clients::producer_props;
     use super::*;
 
-    fn keeps_order(user: &[(&str, &str)]) -> bool {
+    fn keeps_order(user: &[(&str, &str)], tasks: usize) -> bool {
         let mut props: Props = user
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         props.insert("bootstrap.servers".into(), "127.0.0.1:9".into());
-        let producer = DataProducer::open("test", &producer_props(&props)).unwrap();
+        let producer = DataProducer::open("test", &producer_props(&props, tasks)).unwrap();
         producer.keeps_order()
     }
 
     #[test]
     fn a_producer_keeps_send_order_when_idempotent_or_with_one_request_in_flight() {
-        assert!(keeps_order(&[]), "idempotent");
-        let one = ("max.in.flight.requests.per.connection", "1");
-        assert!(keeps_order(&[one]), "Connect's: one request in flight");
+        assert!(keeps_order(&[], 1), "Connect's: one request in flight");
+        assert!(keeps_order(&[], 8), "idempotent");
         let five = ("max.in.flight.requests.per.connection", "5");
-        assert!(!keeps_order(&[("enable.idempotence", "false"), five]));
-        assert!(keeps_order(&[("enable.idempotence", "true"), five]));
+        assert!(!keeps_order(&[("enable.idempotence", "false"), five], 1));
+        assert!(keeps_order(&[("enable.idempotence", "true"), five], 1));
     }
 }

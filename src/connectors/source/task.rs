@@ -264,7 +264,7 @@ impl SliceClients {
         let role = format!("{owner}|replication-consumer");
         let consumer = ReplicationConsumer::open(&role, consumer, tasks)?;
         let role = format!("{owner}|replication-producer");
-        let producer = Arc::new(DataProducer::open(&role, &producer_props(producer))?);
+        let producer = Arc::new(DataProducer::open(&role, &producer_props(producer, tasks))?);
         let role = format!("{owner}|offset-syncs-producer");
         let offset_syncs = offset_syncs
             .map(|(props, topic)| OffsetSyncProducer::open(&role, props, topic).map(Arc::new))
